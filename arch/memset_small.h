@@ -1,0 +1,85 @@
+/* The small-size memset front end, as a template: an arch file defines
+ * HZ_VW (vector width in bytes, 16, 32 or 64) and HZ_FRONT (the function's
+ * name), sets the target ISA, and includes this file. Sizes up to
+ * HZ_SMALL_MAX are filled with overlapping unaligned stores from both ends,
+ * so each size class is a fixed number of stores and one branch; larger
+ * sizes leave through one unlikely test to hz_memset_large(). */
+
+#include <stdint.h>
+
+#define HZ_CAT_(a, b) a##b
+#define HZ_CAT(a, b) HZ_CAT_(a, b)
+#define HZ_V HZ_CAT(HZ_FRONT, _v)
+#define HZ_VU HZ_CAT(HZ_FRONT, _vu)
+#define HZ_VH HZ_CAT(HZ_FRONT, _vh)
+
+typedef uint8_t HZ_V __attribute__((vector_size(HZ_VW)));
+typedef uint8_t HZ_VU __attribute__((vector_size(HZ_VW), aligned(1), may_alias));
+typedef uint8_t HZ_VH __attribute__((vector_size(HZ_VW / 2), aligned(1), may_alias));
+
+#ifndef HZ_SMALL_SCALARS
+#define HZ_SMALL_SCALARS
+typedef uint64_t hz_u64u __attribute__((aligned(1), may_alias));
+typedef uint32_t hz_u32u __attribute__((aligned(1), may_alias));
+typedef uint16_t hz_u16u __attribute__((aligned(1), may_alias));
+typedef uint8_t hz_v16u __attribute__((vector_size(16), aligned(1), may_alias));
+#endif
+
+HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
+{
+	uint8_t *p = d;
+	uint8_t b = (uint8_t)c;
+
+	if (hz_likely(n <= HZ_VW)) {
+		if (n >= HZ_VW / 2) {
+			HZ_VH h = (HZ_VH){0} + b;
+			*(HZ_VH *)p = h;
+			*(HZ_VH *)(p + n - HZ_VW / 2) = h;
+			return d;
+		}
+		uint64_t w = b * 0x0101010101010101ull;
+#if HZ_VW > 32
+		if (n >= 16) {
+			hz_v16u q = (hz_v16u){0} + b;
+			*(hz_v16u *)p = q;
+			*(hz_v16u *)(p + n - 16) = q;
+		} else
+#endif
+#if HZ_VW > 16
+		if (n >= 8) {
+			*(hz_u64u *)p = w;
+			*(hz_u64u *)(p + n - 8) = w;
+		} else
+#endif
+		if (n >= 4) {
+			*(hz_u32u *)p = (uint32_t)w;
+			*(hz_u32u *)(p + n - 4) = (uint32_t)w;
+		} else if (n >= 2) {
+			*(hz_u16u *)p = (uint16_t)w;
+			*(hz_u16u *)(p + n - 2) = (uint16_t)w;
+		} else if (n) {
+			*p = b;
+		}
+		return d;
+	}
+	if (hz_unlikely(n > HZ_SMALL_MAX))
+		return hz_memset_large(d, c, n);
+
+	HZ_V v = (HZ_V){0} + b;
+	*(HZ_VU *)p = v;
+	*(HZ_VU *)(p + n - HZ_VW) = v;
+	if (n > 2 * HZ_VW) {
+		*(HZ_VU *)(p + HZ_VW) = v;
+		*(HZ_VU *)(p + n - 2 * HZ_VW) = v;
+		/* 4 stores cover 4*HZ_VW; wider extents fill the middle. */
+		for (size_t i = 2 * HZ_VW; i + 2 * HZ_VW < n; i += HZ_VW)
+			*(HZ_VU *)(p + i) = v;
+	}
+	return d;
+}
+
+#undef HZ_V
+#undef HZ_VU
+#undef HZ_VH
+#undef HZ_VW
+#undef HZ_FRONT

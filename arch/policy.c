@@ -1,0 +1,93 @@
+/* The size-to-kernel policy: three tiers above the small front end.
+ * Tier 0: vector stores (call overhead matters); tier 1: the extent fits in
+ * cache, temporal stores; tier 2: it does not, streaming stores or a
+ * zero-only line-clearing instruction. The thresholds derive from the
+ * cache sizes; the defaults were chosen by bench/memset_bench (README). */
+#include <string.h>
+
+#include "arch.h"
+
+int hz_kernel_usable(unsigned k)
+{
+	return k < hz_nkernels && (!hz_kernels[k].supported || hz_kernels[k].supported());
+}
+
+int hz_kernel_find(const char *name)
+{
+	for (unsigned k = 0; name && k < hz_nkernels; k++)
+		if (!strcmp(hz_kernels[k].name, name) && hz_kernel_usable(k))
+			return (int)k;
+	return -1;
+}
+
+/* The last usable candidate of a tier; zero selects zero-only kernels too,
+ * temporal excludes streaming ones. */
+static unsigned best(unsigned tier_flag, int zero, int temporal, int allow_zero_only)
+{
+	unsigned pick = 0;
+	for (unsigned k = 0; k < hz_nkernels; k++) {
+		unsigned f = hz_kernels[k].flags;
+		if (!(f & tier_flag) || !hz_kernel_usable(k))
+			continue;
+		if ((f & HZ_K_ZERO_ONLY) && (!zero || !allow_zero_only))
+			continue;
+		if (temporal && (f & HZ_K_STREAMING))
+			continue;
+		pick = k;
+	}
+	return pick;
+}
+
+/* Applies a kernel named by configuration to tier t; counts bad names. */
+static void override(struct hz_policy *pol, int t, const char *name, int *bad)
+{
+	if (!name || !*name)
+		return;
+	int k = hz_kernel_find(name);
+	if (k < 0) {
+		(*bad)++;
+		return;
+	}
+	pol->fill[t] = (uint8_t)k;
+	pol->zero[t] = (uint8_t)k;
+}
+
+int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
+		    const struct hz_policy_cfg *cfg)
+{
+	int bad = 0;
+	size_t l2 = cpu->cache.size[HZ_CACHE_L2], l3 = cpu->cache.size[HZ_CACHE_L3];
+	int clz = cfg->use_clzero != 0;
+	int stream = cfg->use_streaming != 0;
+
+	/* Vector stores up to a fraction of L2, where string stores start to
+	 * win; streaming once the extent would evict most of L3. */
+	pol->upto[0] = cfg->medium_threshold ? cfg->medium_threshold : l2 / 64;
+	pol->upto[1] = cfg->nt_threshold ? cfg->nt_threshold : l3 / 2;
+	pol->upto[2] = SIZE_MAX;
+	if (pol->upto[1] < pol->upto[0])
+		pol->upto[1] = pol->upto[0];
+
+	for (int t = 0; t < HZ_TIERS; t++) {
+		unsigned flag = HZ_K_TIER0 << t;
+		int temporal = t < 2 || !stream;
+		if (t == 2 && !stream)
+			flag = HZ_K_TIER1;
+		pol->fill[t] = (uint8_t)best(flag, 0, temporal, clz);
+		pol->zero[t] = (uint8_t)best(flag, 1, temporal, clz);
+	}
+	pol->near = (uint8_t)best(HZ_K_TIER1, 1, 1, clz);
+
+	override(pol, 0, cfg->small, &bad);
+	override(pol, 1, cfg->medium, &bad);
+	override(pol, 2, cfg->large, &bad);
+	for (int t = 0; t < HZ_TIERS; t++)
+		override(pol, t, cfg->force, &bad);
+	return bad;
+}
+
+unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t n)
+{
+	int t = n < pol->upto[0] ? 0 : n < pol->upto[1] ? 1 : 2;
+	return c ? pol->fill[t] : pol->zero[t];
+}

@@ -1,0 +1,46 @@
+/* hugezero: fast memory clearing for Linux. Public API.
+ *
+ * Loaded with LD_PRELOAD=libhugezero.so, the library replaces memset,
+ * __memset_chk, bzero and explicit_bzero; this header adds the clears that
+ * know more than memset can: whole pages, and the page touched first. */
+#ifndef HUGEZERO_H
+#define HUGEZERO_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Zeroes [p, p+n) with one kernel call over the whole extent, chosen for
+ * its size. Returns p. */
+void *hz_clear(void *p, size_t n);
+
+/* Zeroes npages pages at p (the system page size). Returns 0, or -1 with
+ * errno EINVAL if p is not page-aligned or the extent overflows. */
+int hz_clear_pages(void *p, size_t npages);
+
+/* Zeroes [p, p+n) so that the page holding hint is cleared last, with
+ * cache-allocating stores, together with 2 pages on each side: the rest is
+ * cleared first (right of that neighbourhood, then left of it), streaming
+ * when the extent does not fit in cache. A hint outside [p, p+n) means no
+ * hint. Returns p. */
+void *hz_clear_hinted(void *p, size_t n, const void *hint);
+
+/* Reads one counter into *value: returns 0, or ENOENT for an unknown name.
+ * Counters are process-wide and count calls of at least 64 KiB:
+ *   "memset_chk.calls"        __memset_chk calls
+ *   "hinted.calls"            hz_clear_hinted calls that had a hint
+ *   "kernel.<name>.calls"     calls served by kernel <name>
+ *   "kernel.<name>.bytes"     bytes written by kernel <name> */
+int hz_stat(const char *name, uint64_t *value);
+
+/* The name of the kernel that would serve a fill of n bytes with byte c,
+ * under the current policy (for diagnostics). */
+const char *hz_kernel_for(int c, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

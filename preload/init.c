@@ -1,0 +1,113 @@
+/* Library initialisation: detect the CPU and caches, read the options,
+ * build the kernel policy. Runs once from a constructor; until then memset
+ * works with the pre-initialisation policy (arch/dispatch.c). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/auxv.h>
+
+#include "../arch/arch.h"
+#include "../include/hugezero.h"
+#include "options.h"
+
+struct hz_cpu hz_cpu;
+size_t hz_page_size = 4096;
+
+static void print_policy(void)
+{
+	char line[256];
+	/* snprintf into a stack buffer: no allocation for these formats. */
+	snprintf(line, sizeof line, "cpu %s [%s]", hz_cpu.vendor, hz_cpu.features);
+	hz_log(line, "", "");
+	static const char *const lv[] = {"L1d", "L2", "L3"};
+	for (int l = 0; l < HZ_CACHE_LEVELS; l++) {
+		snprintf(line, sizeof line, "%s %zu KiB (%s; sysfs %zu, cpuid %zu)", lv[l],
+			 hz_cpu.cache.size[l] >> 10, hz_cpu.source[l], hz_cpu.sysfs.size[l] >> 10,
+			 hz_cpu.cpuid.size[l] >> 10);
+		hz_log(line, "", "");
+	}
+	for (int t = 0; t < HZ_TIERS; t++) {
+		snprintf(line, sizeof line, "tier %d below %zu: fill %s, zero %s", t,
+			 hz_policy.upto[t], hz_kernels[hz_policy.fill[t]].name,
+			 hz_kernels[hz_policy.zero[t]].name);
+		hz_log(line, "", "");
+	}
+}
+
+void hz_init(void)
+{
+	static int done;
+	if (done)
+		return;
+	done = 1;
+
+	size_t ps = getauxval(AT_PAGESZ);
+	if (ps >= 4096 && !(ps & (ps - 1)))
+		hz_page_size = ps;
+
+	hz_cpu_detect(&hz_cpu);
+	hz_cache_read_sysfs("/sys/devices/system/cpu/cpu0/cache", &hz_cpu.sysfs);
+	hz_cache_reconcile(&hz_cpu);
+
+	hz_options_load();
+	const struct hz_option_value *o = hz_option_values;
+	static const int cache_opt[] = {HZ_OPT_L1D_SIZE, HZ_OPT_L2_SIZE, HZ_OPT_L3_SIZE};
+	for (int l = 0; l < HZ_CACHE_LEVELS; l++)
+		if (o[cache_opt[l]].set && o[cache_opt[l]].size)
+			hz_cpu.cache.size[l] = o[cache_opt[l]].size, hz_cpu.source[l] = "env";
+
+	struct hz_policy_cfg cfg = {
+		.medium_threshold = o[HZ_OPT_MEDIUM_THRESHOLD].set ? o[HZ_OPT_MEDIUM_THRESHOLD].size : 0,
+		.nt_threshold = o[HZ_OPT_NT_THRESHOLD].set ? o[HZ_OPT_NT_THRESHOLD].size : 0,
+		.use_streaming = o[HZ_OPT_STREAMING].set ? o[HZ_OPT_STREAMING].num : -1,
+		.use_clzero = o[HZ_OPT_CLZERO].set ? o[HZ_OPT_CLZERO].num : -1,
+		.force = o[HZ_OPT_KERNEL].str,
+		.small = o[HZ_OPT_KERNEL_SMALL].str,
+		.medium = o[HZ_OPT_KERNEL_MEDIUM].str,
+		.large = o[HZ_OPT_KERNEL_LARGE].str,
+	};
+	struct hz_policy pol;
+	if (hz_policy_build(&pol, &hz_cpu, &cfg))
+		hz_log("ignoring a kernel name that is unknown or unsupported on this CPU", "", "");
+	/* One store of the whole policy; memset calls on other threads (there
+	 * are none yet in practice) see either policy, both correct. */
+	hz_policy = pol;
+
+	if (o[HZ_OPT_VERBOSE].set && o[HZ_OPT_VERBOSE].num)
+		print_policy();
+}
+
+__attribute__((constructor(101))) static void hz_constructor(void)
+{
+	hz_init();
+}
+
+HZ_EXPORT const char *hz_kernel_for(int c, size_t n)
+{
+	if (n <= HZ_SMALL_MAX)
+		return "front";
+	return hz_kernels[hz_policy_pick(&hz_policy, c, n)].name;
+}
+
+HZ_EXPORT int hz_stat(const char *name, uint64_t *value)
+{
+	static const char pre[] = "kernel.";
+	const struct hz_counters_raw *r = &hz_counters_raw;
+	if (!strcmp(name, "memset_chk.calls"))
+		return *value = __atomic_load_n(&r->memset_chk_calls, __ATOMIC_RELAXED), 0;
+	if (!strcmp(name, "hinted.calls"))
+		return *value = __atomic_load_n(&r->hinted_calls, __ATOMIC_RELAXED), 0;
+	if (strncmp(name, pre, sizeof pre - 1))
+		return ENOENT;
+	const char *k = name + sizeof pre - 1;
+	for (unsigned i = 0; i < hz_nkernels; i++) {
+		size_t len = strlen(hz_kernels[i].name);
+		if (strncmp(k, hz_kernels[i].name, len) || k[len] != '.')
+			continue;
+		if (!strcmp(k + len, ".calls"))
+			return *value = __atomic_load_n(&r->calls[i], __ATOMIC_RELAXED), 0;
+		if (!strcmp(k + len, ".bytes"))
+			return *value = __atomic_load_n(&r->bytes[i], __ATOMIC_RELAXED), 0;
+	}
+	return ENOENT;
+}

@@ -1,0 +1,121 @@
+/* The option table and its loader. README.md's option reference is
+ * generated from this table (scripts/options-doc.sh) and a test keeps the
+ * two equal. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "options.h"
+
+const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
+	[HZ_OPT_VERBOSE] = {"VERBOSE", HZ_OPT_BOOL, "0",
+			    "print the detected CPU, caches and kernel policy to stderr at start"},
+	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, "(policy)",
+			   "use this kernel for every size above 256 bytes (names: `hugezero info`, README)"},
+	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, "(policy)",
+				 "kernel for sizes above 256 bytes and below MEDIUM_THRESHOLD"},
+	[HZ_OPT_KERNEL_MEDIUM] = {"KERNEL_MEDIUM", HZ_OPT_NAME, "(policy)",
+				  "kernel from MEDIUM_THRESHOLD to below NT_THRESHOLD"},
+	[HZ_OPT_KERNEL_LARGE] = {"KERNEL_LARGE", HZ_OPT_NAME, "(policy)",
+				 "kernel from NT_THRESHOLD up"},
+	[HZ_OPT_MEDIUM_THRESHOLD] = {"MEDIUM_THRESHOLD", HZ_OPT_SIZE, "L2/64",
+				     "size from which string stores replace vector stores"},
+	[HZ_OPT_NT_THRESHOLD] = {"NT_THRESHOLD", HZ_OPT_SIZE, "L3/2",
+				 "size from which streaming stores (or CLZERO for zero) are used"},
+	[HZ_OPT_STREAMING] = {"STREAMING", HZ_OPT_AUTO_BOOL, "auto",
+			      "0 never uses streaming stores or CLZERO: large sizes stay temporal"},
+	[HZ_OPT_CLZERO] = {"CLZERO", HZ_OPT_AUTO_BOOL, "auto",
+			   "0 never uses zero-only kernels (CLZERO, DC ZVA)"},
+	[HZ_OPT_L1D_SIZE] = {"L1D_SIZE", HZ_OPT_SIZE, "detected",
+			     "L1 data cache size to assume, overriding detection"},
+	[HZ_OPT_L2_SIZE] = {"L2_SIZE", HZ_OPT_SIZE, "detected",
+			    "L2 cache size (per core) to assume, overriding detection"},
+	[HZ_OPT_L3_SIZE] = {"L3_SIZE", HZ_OPT_SIZE, "detected",
+			    "L3 cache size (per core complex) to assume, overriding detection"},
+};
+
+struct hz_option_value hz_option_values[HZ_OPT_COUNT];
+
+void hz_log(const char *a, const char *b, const char *c)
+{
+	const char *parts[] = {"hugezero: ", a, b, c, "\n"};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		if (parts[i] && write(2, parts[i], strlen(parts[i])) < 0)
+			return;
+}
+
+int hz_parse_size(const char *s, size_t *out)
+{
+	size_t v = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (v > (SIZE_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (size_t)(*p - '0');
+	}
+	if (p == s)
+		return -1;
+	unsigned shift = 0;
+	switch (*p) {
+	case 'k': case 'K': shift = 10; p++; break;
+	case 'm': case 'M': shift = 20; p++; break;
+	case 'g': case 'G': shift = 30; p++; break;
+	}
+	if (*p == 'i' && shift) /* accept KiB-style "Ki", "MiB" */
+		p++;
+	if ((*p == 'B' || *p == 'b') && shift)
+		p++;
+	if (*p || v > (SIZE_MAX >> shift))
+		return -1;
+	*out = v << shift;
+	return 0;
+}
+
+static int parse_bool(const char *s, int allow_auto, int *out)
+{
+	static const char *const yes[] = {"1", "on", "yes", "true"};
+	static const char *const no[] = {"0", "off", "no", "false"};
+	for (int i = 0; i < 4; i++) {
+		if (!strcmp(s, yes[i]))
+			return *out = 1, 0;
+		if (!strcmp(s, no[i]))
+			return *out = 0, 0;
+	}
+	if (allow_auto && !strcmp(s, "auto"))
+		return *out = -1, 0;
+	return -1;
+}
+
+int hz_options_load(void)
+{
+	int bad = 0;
+	/* The environment of a setuid program belongs to another user. */
+	if (getauxval(AT_SECURE))
+		return 0;
+	for (int i = 0; i < HZ_OPT_COUNT; i++) {
+		char name[64] = "HUGEZERO_";
+		size_t len = strlen(hz_options[i].name);
+		memcpy(name + 9, hz_options[i].name, len + 1);
+		const char *s = getenv(name);
+		struct hz_option_value *v = &hz_option_values[i];
+		if (!s || !*s)
+			continue;
+		int rc = 0;
+		switch (hz_options[i].type) {
+		case HZ_OPT_BOOL: rc = parse_bool(s, 0, &v->num); break;
+		case HZ_OPT_AUTO_BOOL: rc = parse_bool(s, 1, &v->num); break;
+		case HZ_OPT_SIZE:
+			rc = hz_parse_size(s, &v->size);
+			break;
+		case HZ_OPT_NAME: v->str = s; break;
+		}
+		if (rc) {
+			hz_log("ignoring invalid ", name, "");
+			bad++;
+			continue;
+		}
+		v->set = 1;
+	}
+	return bad;
+}

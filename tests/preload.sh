@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The built libhugezero.so preloaded into real programs: their output must
+# be identical to a run without it, and the dynamic linker must have bound
+# their memset to the library (LD_DEBUG=bindings), so the library was used.
+# Usage: preload.sh LIB FORTIFY_BINARY
+set -u
+lib=$1 fortify=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+
+ok() { echo "ok   - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+
+# same NAME CMD...: stdout with and without the library must match, and
+# memset must be bound to the library in the preloaded run.
+same() {
+	local name=$1
+	shift
+	"$@" >"$work/plain.out" 2>"$work/plain.err"
+	local rc_plain=$?
+	LD_PRELOAD=$lib LD_DEBUG=bindings LD_DEBUG_OUTPUT="$work/bind" "$@" >"$work/hz.out" 2>"$work/hz.err"
+	local rc_hz=$?
+	if [ $rc_plain -ne $rc_hz ]; then
+		bad "$name: exit $rc_hz with the library, $rc_plain without"; return
+	fi
+	if ! cmp -s "$work/plain.out" "$work/hz.out"; then
+		bad "$name: output differs"; return
+	fi
+	if ! cat "$work"/bind.* 2>/dev/null | grep -q "to $lib .*symbol \`memset'"; then
+		bad "$name: memset was not bound to the library"; rm -f "$work"/bind.*; return
+	fi
+	rm -f "$work"/bind.*
+	ok "$name ($(wc -c <"$work/hz.out") bytes of identical output)"
+}
+
+same "shell pipeline" sh -c 'seq 1 300000 | awk "{ print \$1 * 7 % 1000, \$1 }" | sort -n -k1,1 -k2,2 | uniq -c | tail -n 50 | tr 0-9 a-j'
+
+cat >"$work/t.py" <<'PY'
+import ctypes, hashlib
+h = hashlib.sha256()
+for n in (0, 1, 7, 64, 255, 256, 257, 4096, 100000, 1 << 20, 48 << 20):
+    buf = ctypes.create_string_buffer(b"\x11" * 16, n + 16)
+    ctypes.memset(ctypes.addressof(buf) + 8, 0xAB if n % 2 else 0, n)
+    h.update(buf.raw)
+h.update(bytes(bytearray(3 << 20)))
+h.update(b"".join(str(i).encode() for i in range(100000)))
+print(h.hexdigest())
+PY
+same "python3 ctypes.memset and buffers" python3 "$work/t.py"
+
+python3 -c '
+import random
+r = random.Random(7)
+with open("'"$work"'/big.txt", "w") as f:
+    for i in range(1500000):
+        f.write("%08x %d %s\n" % (r.getrandbits(32), r.randint(0, 10**9), "x" * r.randint(0, 40)))
+'
+same "sort of a 60 MB file" sort -S 16M -T "$work" "$work/big.txt"
+
+# Fortified program: __memset_chk reaches the library; overflow aborts
+# exactly as glibc's own does (message and SIGABRT).
+out=$(LD_PRELOAD=$lib "$fortify" ok)
+if [ "$out" = "memset_chk reached the library: yes" ]; then ok "fortified memset -> library __memset_chk"
+else bad "fortified memset: '$out'"; fi
+out=$("$fortify" ok)
+if [ "$out" = "memset_chk reached the library: no (not loaded)" ]; then ok "fortified memset without the library"
+else bad "fortified program without the library: '$out'"; fi
+
+"$fortify" overflow >/dev/null 2>"$work/glibc.err"; rc_glibc=$?
+LD_PRELOAD=$lib "$fortify" overflow >/dev/null 2>"$work/hz.err"; rc_hz=$?
+if [ $rc_glibc -eq 134 ] && [ $rc_hz -eq 134 ] && cmp -s "$work/glibc.err" "$work/hz.err" &&
+	grep -q '^\*\*\* buffer overflow detected \*\*\*: terminated$' "$work/hz.err"; then
+	ok "fortified overflow aborts as glibc does: $(cat "$work/hz.err")"
+else
+	bad "fortified overflow: exit $rc_hz (glibc $rc_glibc), stderr '$(cat "$work/hz.err")' vs '$(cat "$work/glibc.err")'"
+fi
+
+# Only the interposed ABI and the hz_ API are exported.
+exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
+want="__memset_chk bzero explicit_bzero hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat memset "
+if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

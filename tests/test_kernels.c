@@ -1,0 +1,105 @@
+/* Every kernel, every front end and the dispatch against the reference. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "../arch/arch.h"
+#include "fillcheck.h"
+
+/* Targets: the kernel table, then the front ends the CPU runs, then the
+ * dispatch with thresholds small enough that sizes up to 4096 cross every
+ * tier. */
+#define MAX_TARGETS (HZ_MAX_KERNELS + 8)
+
+static void *dispatch_tiered(void *p, int c, size_t n)
+{
+	return hz_memset_select()(p, c, n);
+}
+
+static unsigned targets(fill_fn *fns, const char **names)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < hz_nkernels; i++) {
+		fns[k] = hz_kernel_usable(i) ? hz_kernels[i].fill : NULL;
+		names[k++] = hz_kernels[i].name;
+	}
+	k += hz_memset_variants(fns + k, names + k, MAX_TARGETS - k - 1);
+	fns[k] = dispatch_tiered;
+	names[k++] = "dispatch";
+	return k;
+}
+
+static void tiered_policy(void)
+{
+	hz_policy.upto[0] = 700;
+	hz_policy.upto[1] = 2100;
+}
+
+ParameterizedTestParameters(kernels, exhaustive)
+{
+	static int idx[MAX_TARGETS];
+	fill_fn fns[MAX_TARGETS];
+	const char *names[MAX_TARGETS];
+	unsigned n = targets(fns, names);
+	for (unsigned i = 0; i < n; i++)
+		idx[i] = (int)i;
+	return cr_make_param_array(int, idx, n);
+}
+
+ParameterizedTest(int *t, kernels, exhaustive, .timeout = 300)
+{
+	fill_fn fns[MAX_TARGETS];
+	const char *names[MAX_TARGETS];
+	targets(fns, names);
+	if (!fns[*t])
+		cr_skip_test("%s: not supported by this CPU", names[*t]);
+	tiered_policy();
+	char err[256];
+	int rc = check_exhaustive(fns[*t], err, sizeof err);
+	cr_assert_eq(rc, 0, "%s: %s", names[*t], err);
+}
+
+ParameterizedTestParameters(kernels, random_up_to_64MiB)
+{
+	static int idx[MAX_TARGETS];
+	fill_fn fns[MAX_TARGETS];
+	const char *names[MAX_TARGETS];
+	unsigned n = targets(fns, names);
+	for (unsigned i = 0; i < n; i++)
+		idx[i] = (int)i;
+	return cr_make_param_array(int, idx, n);
+}
+
+ParameterizedTest(int *t, kernels, random_up_to_64MiB, .timeout = 300)
+{
+	fill_fn fns[MAX_TARGETS];
+	const char *names[MAX_TARGETS];
+	targets(fns, names);
+	if (!fns[*t])
+		cr_skip_test("%s: not supported by this CPU", names[*t]);
+	char err[256];
+	int rc = check_random(fns[*t], 12, (size_t)64 << 20, 1234u + (unsigned)*t, err, sizeof err);
+	cr_assert_eq(rc, 0, "%s: %s", names[*t], err);
+}
+
+/* The policy the library runs with: sizes across the real thresholds. */
+Test(kernels, dispatch_default_policy_random, .timeout = 300)
+{
+	char err[256];
+	int rc = check_random(hz_memset_select(), 40, (size_t)64 << 20, 99, err, sizeof err);
+	cr_assert_eq(rc, 0, "%s", err);
+}
+
+Test(kernels, table_is_sane)
+{
+	cr_assert(hz_nkernels >= 1 && hz_nkernels <= HZ_MAX_KERNELS);
+	cr_assert_str_eq(hz_kernels[0].name, "c", "entry 0 must be the portable C kernel");
+	cr_assert(hz_kernel_usable(0));
+	for (unsigned i = 0; i < hz_nkernels; i++) {
+		cr_assert_not_null(hz_kernels[i].fill);
+		for (unsigned j = 0; j < i; j++)
+			cr_assert_str_neq(hz_kernels[i].name, hz_kernels[j].name);
+		if (hz_kernel_usable(i))
+			cr_assert_eq(hz_kernel_find(hz_kernels[i].name), (int)i);
+	}
+	cr_assert_eq(hz_kernel_find("no_such_kernel"), -1);
+}
