@@ -121,12 +121,16 @@ HZ_HIDDEN int hz_kernel_usable(unsigned k);
  * unsupported kernel names are ignored; returns the number ignored. */
 HZ_HIDDEN int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 			      const struct hz_policy_cfg *cfg);
-HZ_HIDDEN unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t n);
+static inline unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t n)
+{
+	int t = n < pol->upto[0] ? 0 : n < pol->upto[1] ? 1 : 2;
+	return c ? pol->fill[t] : pol->zero[t];
+}
 
 /* ---- arch/dispatch.c ---- */
 
 /* Largest size the front ends handle inline; larger calls go to the policy. */
-#define HZ_SMALL_MAX 256
+#define HZ_SMALL_MAX 2048
 /* memset above HZ_SMALL_MAX: picks the tier's kernel and counts the call. */
 HZ_HIDDEN HZ_NOINLINE void *hz_memset_large(void *p, int c, size_t n);
 /* Runs kernel k over [p, p+n), counting large calls. */

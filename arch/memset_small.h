@@ -2,8 +2,9 @@
  * HZ_VW (vector width in bytes, 16, 32 or 64) and HZ_FRONT (the function's
  * name), sets the target ISA, and includes this file. Sizes up to
  * HZ_SMALL_MAX are filled with overlapping unaligned stores from both ends,
- * so each size class is a fixed number of stores and one branch; larger
- * sizes leave through one unlikely test to hz_memset_large(). */
+ * so each size class is a fixed number of stores and one branch; above 8
+ * vectors an aligned loop fills the middle. Larger sizes leave through one
+ * unlikely test to hz_memset_large(). */
 
 #include <stdint.h>
 
@@ -65,15 +66,30 @@ HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
 	if (hz_unlikely(n > HZ_SMALL_MAX))
 		return hz_memset_large(d, c, n);
 
+	/* Stores from both ends: 2, 4 or 8 of them cover every size up to
+	 * 8 vectors; beyond, aligned blocks of 4 fill the middle. */
 	HZ_V v = (HZ_V){0} + b;
+	uint8_t *end = p + n;
 	*(HZ_VU *)p = v;
-	*(HZ_VU *)(p + n - HZ_VW) = v;
-	if (n > 2 * HZ_VW) {
-		*(HZ_VU *)(p + HZ_VW) = v;
-		*(HZ_VU *)(p + n - 2 * HZ_VW) = v;
-		/* 4 stores cover 4*HZ_VW; wider extents fill the middle. */
-		for (size_t i = 2 * HZ_VW; i + 2 * HZ_VW < n; i += HZ_VW)
-			*(HZ_VU *)(p + i) = v;
+	*(HZ_VU *)(end - HZ_VW) = v;
+	if (n <= 2 * HZ_VW)
+		return d;
+	*(HZ_VU *)(p + HZ_VW) = v;
+	*(HZ_VU *)(end - 2 * HZ_VW) = v;
+	if (n <= 4 * HZ_VW)
+		return d;
+	*(HZ_VU *)(p + 2 * HZ_VW) = v;
+	*(HZ_VU *)(p + 3 * HZ_VW) = v;
+	*(HZ_VU *)(end - 3 * HZ_VW) = v;
+	*(HZ_VU *)(end - 4 * HZ_VW) = v;
+	if (n <= 8 * HZ_VW)
+		return d;
+	uint8_t *a = (uint8_t *)((uintptr_t)(p + 4 * HZ_VW) & ~(uintptr_t)(HZ_VW - 1));
+	for (; a < end - 4 * HZ_VW; a += 4 * HZ_VW) {
+		*(HZ_V *)a = v;
+		*(HZ_V *)(a + HZ_VW) = v;
+		*(HZ_V *)(a + 2 * HZ_VW) = v;
+		*(HZ_V *)(a + 3 * HZ_VW) = v;
 	}
 	return d;
 }

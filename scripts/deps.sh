@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hugezero needs to build and test, if any are
+# missing. As root it runs apt-get; otherwise it prints the command to run.
+set -eu
+pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterion-dev
+      python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+cmd="apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "hugezero: missing packages; run as root:" >&2
+	echo "  apt-get update && $cmd" >&2
+	exit 1
+fi
+echo "hugezero: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+$cmd -qq

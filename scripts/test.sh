@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test:
+#  1. the release build: Criterion unit tests and the library preloaded
+#     into real programs (ctest);
+#  2. the same unit tests built with AddressSanitizer and
+#     UndefinedBehaviorSanitizer (the engine as a normal library);
+#  3. the aarch64 kernels, cross-compiled and run under qemu-aarch64.
+set -eu
+cd "$(dirname "$0")/.."
+scripts/deps.sh
+
+echo "== release build"
+scripts/build.sh build -DHZ_BENCH=ON
+(cd build && ctest --output-on-failure)
+
+echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DHZ_SANITIZE=ON -DHZ_BENCH=OFF
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)
+
+echo "== aarch64 under qemu-user"
+scripts/build.sh build-aarch64 -DCMAKE_TOOLCHAIN_FILE=scripts/aarch64-linux-gnu.cmake \
+	-DHZ_TESTS=OFF -DHZ_BENCH=OFF
+for cpu in max cortex-a53; do
+	echo "-- qemu-aarch64 -cpu $cpu"
+	qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu build-aarch64/tests/zva_decode
+	qemu-aarch64 -cpu "$cpu" -L /usr/aarch64-linux-gnu build-aarch64/tests/runner_plain
+done
