@@ -39,10 +39,21 @@ HZ_EXPORT void bzero(void *p, size_t n)
 	memset(p, 0, n);
 }
 
+/* glibc exports bzero's older name too. */
+HZ_EXPORT void __bzero(void *p, size_t n) __attribute__((alias("bzero")));
+
 /* The empty asm takes p as an input and clobbers memory, so the compiler
  * must assume the zeroed bytes are read and cannot drop the stores. */
 HZ_EXPORT void explicit_bzero(void *p, size_t n)
 {
 	memset(p, 0, n);
 	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+/* Fortified explicit_bzero, for the same reason as __memset_chk. */
+HZ_EXPORT void __explicit_bzero_chk(void *p, size_t n, size_t dstlen)
+{
+	if (hz_unlikely(dstlen < n))
+		__chk_fail();
+	explicit_bzero(p, n);
 }

@@ -12,7 +12,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_VERBOSE] = {"VERBOSE", HZ_OPT_BOOL, "0",
 			    "print the detected CPU, caches and kernel policy to stderr at start"},
 	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, "(policy)",
-			   "use this kernel for every size above 2 KiB (names: `hugezero info`, README)"},
+			   "use this kernel for every size above 2 KiB (names: see Kernels in README.md)"},
 	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, "(policy)",
 				 "kernel for sizes above 2 KiB and below MEDIUM_THRESHOLD"},
 	[HZ_OPT_KERNEL_MEDIUM] = {"KERNEL_MEDIUM", HZ_OPT_NAME, "(policy)",

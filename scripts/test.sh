@@ -14,7 +14,7 @@ scripts/build.sh build -DHZ_BENCH=ON
 (cd build && ctest --output-on-failure)
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
-scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DHZ_SANITIZE=ON -DHZ_BENCH=OFF
+scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHZ_SANITIZE=ON -DHZ_BENCH=OFF
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure)
 
 echo "== aarch64 under qemu-user"

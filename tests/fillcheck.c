@@ -12,23 +12,14 @@
 
 int all_bytes(const unsigned char *p, size_t n, unsigned char c, size_t *bad_at)
 {
-	static unsigned char ref[1 << 16];
-	static int ref_c = -1;
-	if (ref_c != c) {
-		for (size_t i = 0; i < sizeof ref; i++)
-			ref[i] = c;
-		ref_c = c;
-	}
-	for (size_t at = 0; at < n; at += sizeof ref) {
-		size_t len = n - at < sizeof ref ? n - at : sizeof ref;
-		if (memcmp(p + at, ref, len)) {
-			for (size_t i = 0; i < len; i++)
-				if (p[at + i] != c) {
-					*bad_at = at + i;
-					return 0;
-				}
+	/* All n bytes equal p[0] exactly when p[0..n-2] equals p[1..n-1]. */
+	if (n == 0 || (p[0] == c && memcmp(p, p + 1, n - 1) == 0))
+		return 1;
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != c) {
+			*bad_at = i;
+			return 0;
 		}
-	}
 	return 1;
 }
 
@@ -39,8 +30,7 @@ static int one(fill_fn f, struct guarded *g, unsigned char *p, size_t n, int c,
 	unsigned char s = (unsigned char)(c ^ 0xA5);
 	unsigned char *lo = p - SENT < g->base ? g->base : p - SENT;
 	unsigned char *hi = p + n + SENT > g->base + g->len ? g->base + g->len : p + n + SENT;
-	for (unsigned char *q = lo; q < hi; q++)
-		*q = s;
+	memset(lo, s, (size_t)(hi - lo)); /* the C library's, as the reference */
 	void *r = f(p, c, n);
 	size_t bad;
 	if (r != p) {

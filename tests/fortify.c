@@ -2,7 +2,8 @@
  * __memset_chk, since the destination's size is known and the length is
  * not. "ok" clears a 1 MiB array and prints the library's __memset_chk
  * counter (read with dlsym, so the program runs without the library too);
- * "overflow" writes one byte past it and must abort as glibc does. */
+ * "overflow" writes one byte past it and must abort as glibc does;
+ * "xoverflow" does the same through explicit_bzero (__explicit_bzero_chk). */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,7 +28,9 @@ int main(int argc, char **argv)
 		return 2;
 	/* The length comes from the command line: the compiler cannot prove
 	 * it fits, so it calls __memset_chk with the object's size. */
-	size_t n = sizeof data + (strcmp(argv[1], "overflow") == 0 ? strlen(argv[1]) - 7 : 0);
+	size_t n = sizeof data + (strstr(argv[1], "overflow") ? 1 : 0);
+	if (!strcmp(argv[1], "xoverflow"))
+		explicit_bzero(data, n); /* becomes __explicit_bzero_chk */
 	uint64_t before = chk_calls();
 	memset(data, argc, n); /* argc == 2: fill byte 2 */
 	uint64_t after = chk_calls();

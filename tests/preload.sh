@@ -2,9 +2,9 @@
 # The built libhugezero.so preloaded into real programs: their output must
 # be identical to a run without it, and the dynamic linker must have bound
 # their memset to the library (LD_DEBUG=bindings), so the library was used.
-# Usage: preload.sh LIB FORTIFY_BINARY
+# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY
 set -u
-lib=$1 fortify=$2
+lib=$1 fortify=$2 early=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -67,18 +67,37 @@ out=$("$fortify" ok)
 if [ "$out" = "memset_chk reached the library: no (not loaded)" ]; then ok "fortified memset without the library"
 else bad "fortified program without the library: '$out'"; fi
 
-"$fortify" overflow >/dev/null 2>"$work/glibc.err"; rc_glibc=$?
-LD_PRELOAD=$lib "$fortify" overflow >/dev/null 2>"$work/hz.err"; rc_hz=$?
-if [ $rc_glibc -eq 134 ] && [ $rc_hz -eq 134 ] && cmp -s "$work/glibc.err" "$work/hz.err" &&
-	grep -q '^\*\*\* buffer overflow detected \*\*\*: terminated$' "$work/hz.err"; then
-	ok "fortified overflow aborts as glibc does: $(cat "$work/hz.err")"
+# overflow: through __memset_chk; xoverflow: through __explicit_bzero_chk.
+for mode in overflow xoverflow; do
+	# (the braces keep bash's own "Aborted" notice out of the log)
+	{ ("$fortify" $mode >/dev/null 2>"$work/glibc.err"); } 2>/dev/null; rc_glibc=$?
+	{ (LD_PRELOAD=$lib LD_DEBUG=bindings LD_DEBUG_OUTPUT="$work/bind" "$fortify" $mode \
+		>/dev/null 2>"$work/hz.err"); } 2>/dev/null; rc_hz=$?
+	sym=$([ $mode = overflow ] && echo __memset_chk || echo __explicit_bzero_chk)
+	if ! cat "$work"/bind.* | grep -q "to $lib .*symbol \`$sym'"; then
+		bad "fortified $mode: $sym not bound to the library"
+	fi
+	rm -f "$work"/bind.*
+	if [ $rc_glibc -eq 134 ] && [ $rc_hz -eq 134 ] && cmp -s "$work/glibc.err" "$work/hz.err" &&
+		grep -q '^\*\*\* buffer overflow detected \*\*\*: terminated$' "$work/hz.err"; then
+		ok "fortified $mode aborts as glibc does: $(cat "$work/hz.err")"
+	else
+		bad "fortified $mode: exit $rc_hz (glibc $rc_glibc), stderr '$(cat "$work/hz.err")' vs '$(cat "$work/glibc.err")'"
+	fi
+done
+
+# memset from a constructor that runs before the library's (the
+# pre-initialisation policy: the portable kernel), and from signal handlers
+# interrupting memset.
+if out=$(LD_PRELOAD=$lib "$early") && echo "$out" | grep -q "memset correct, kernel then c, now "; then
+	ok "early constructor and signal handlers: $(echo "$out" | head -2 | tr '\n' ';')"
 else
-	bad "fortified overflow: exit $rc_hz (glibc $rc_glibc), stderr '$(cat "$work/hz.err")' vs '$(cat "$work/glibc.err")'"
+	bad "early constructor and signal handlers: $out"
 fi
 
 # Only the interposed ABI and the hz_ API are exported.
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
-want="__memset_chk bzero explicit_bzero hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat memset "
+want="__bzero __explicit_bzero_chk __memset_chk bzero explicit_bzero hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat memset "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
 echo "$pass passed, $fail failed"

@@ -10,14 +10,20 @@
  * tier. */
 #define MAX_TARGETS (HZ_MAX_KERNELS + 8)
 
+/* The front end memset's IFUNC resolver selects (selected once: it runs
+ * CPUID, which is slow in a virtual machine). */
+static hz_memset_fn front;
+
 static void *dispatch_tiered(void *p, int c, size_t n)
 {
-	return hz_memset_select()(p, c, n);
+	return front(p, c, n);
 }
 
 static unsigned targets(fill_fn *fns, const char **names)
 {
 	unsigned k = 0;
+	if (!front)
+		front = hz_memset_select();
 	for (unsigned i = 0; i < hz_nkernels; i++) {
 		fns[k] = hz_kernel_usable(i) ? hz_kernels[i].fill : NULL;
 		names[k++] = hz_kernels[i].name;
@@ -34,7 +40,8 @@ static void tiered_policy(void)
 	hz_policy.upto[1] = 2100;
 }
 
-ParameterizedTestParameters(kernels, exhaustive)
+/* Criterion parameters: one test per target index. */
+static struct criterion_test_params target_params(void)
 {
 	static int idx[MAX_TARGETS];
 	fill_fn fns[MAX_TARGETS];
@@ -43,6 +50,11 @@ ParameterizedTestParameters(kernels, exhaustive)
 	for (unsigned i = 0; i < n; i++)
 		idx[i] = (int)i;
 	return cr_make_param_array(int, idx, n);
+}
+
+ParameterizedTestParameters(kernels, exhaustive)
+{
+	return target_params();
 }
 
 ParameterizedTest(int *t, kernels, exhaustive, .timeout = 300)
@@ -60,13 +72,7 @@ ParameterizedTest(int *t, kernels, exhaustive, .timeout = 300)
 
 ParameterizedTestParameters(kernels, random_up_to_64MiB)
 {
-	static int idx[MAX_TARGETS];
-	fill_fn fns[MAX_TARGETS];
-	const char *names[MAX_TARGETS];
-	unsigned n = targets(fns, names);
-	for (unsigned i = 0; i < n; i++)
-		idx[i] = (int)i;
-	return cr_make_param_array(int, idx, n);
+	return target_params();
 }
 
 ParameterizedTest(int *t, kernels, random_up_to_64MiB, .timeout = 300)

@@ -56,6 +56,7 @@ void hz_cpu_detect(struct hz_cpu *cpu)
 	cpu->vendor[12] = 0;
 
 	uint32_t f = hz_x86_features();
+	hz_x86_feat = f;
 	static const struct {
 		uint32_t bit;
 		const char *name;

@@ -27,6 +27,9 @@ enum {
 	HZ_X86_AMD = 1u << 6,
 };
 
+/* The features detected at initialisation (arch/x86_64/kernels.c). */
+__attribute__((visibility("hidden"))) extern uint32_t hz_x86_feat;
+
 /* Feature bits, with AVX state checked against what the OS saves (XCR0). */
 static inline uint32_t hz_x86_features(void)
 {

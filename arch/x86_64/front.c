@@ -34,7 +34,7 @@ hz_memset_fn hz_memset_select(void)
 
 unsigned hz_memset_variants(hz_memset_fn *fns, const char **names, unsigned max)
 {
-	uint32_t f = hz_x86_features();
+	uint32_t f = hz_x86_feat;
 	unsigned k = 0;
 	if (k < max && (f & HZ_X86_AVX512BW))
 		fns[k] = hz_memset_avx512, names[k++] = "front_avx512";

@@ -5,9 +5,14 @@
 #include "../arch.h"
 #include "cpuid.h"
 
+/* Set once by hz_cpu_detect: CPUID traps to the hypervisor in a virtual
+ * machine, so it is never executed per query. Zero before detection, when
+ * only the portable kernel is used. */
+uint32_t hz_x86_feat;
+
 static int has(uint32_t bit)
 {
-	return (hz_x86_features() & bit) != 0;
+	return (hz_x86_feat & bit) != 0;
 }
 static int has_erms(void) { return has(HZ_X86_ERMS); }
 static int has_avx2(void) { return has(HZ_X86_AVX2); }
