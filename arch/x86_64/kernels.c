@@ -40,33 +40,31 @@ static void *fill_stosq(void *d, int c, size_t n)
 	return d;
 }
 
+/* The SSE2 front end (front.c): vector stores for edges under 64 bytes. */
+HZ_HIDDEN void *hz_memset_sse2(void *p, int c, size_t n);
+
 /* CLZERO zeroes the whole 64-byte line addressed by rax without reading
- * it; the unaligned head and tail are filled by the C kernel. Weakly
- * ordered like streaming stores, hence the sfence. Non-zero fills are
- * handed to rep stosb: the policy only uses CLZERO for zero. */
+ * it; the unaligned head and tail take 16-byte vector stores. Weakly
+ * ordered like streaming stores, hence the sfence. Non-zero fills go to
+ * rep stosb: the policy only uses CLZERO for zero. */
 static void *fill_clzero(void *d, int c, size_t n)
 {
 	unsigned char *p = d, *end = p + n;
 	if (c != 0 || n < 128)
-		return c ? fill_stosb(d, c, n) : hz_fill_c(d, 0, n);
+		return c ? fill_stosb(d, c, n) : hz_memset_sse2(d, 0, n);
 	unsigned char *a = (unsigned char *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 	unsigned char *z = (unsigned char *)((uintptr_t)end & ~(uintptr_t)63);
-	hz_fill_c(p, 0, (size_t)(a - p));
-	for (; a < z; a += 256) {
-		/* z - a is a multiple of 64; unroll by 4 lines where possible. */
-		if (z - a >= 256) {
-			__asm__ volatile("clzero" ::"a"(a) : "memory");
-			__asm__ volatile("clzero" ::"a"(a + 64) : "memory");
-			__asm__ volatile("clzero" ::"a"(a + 128) : "memory");
-			__asm__ volatile("clzero" ::"a"(a + 192) : "memory");
-		} else {
-			for (; a < z; a += 64)
-				__asm__ volatile("clzero" ::"a"(a) : "memory");
-			break;
-		}
+	hz_memset_sse2(p, 0, (size_t)(a - p));
+	for (; a + 256 <= z; a += 256) {
+		__asm__ volatile("clzero" ::"a"(a) : "memory");
+		__asm__ volatile("clzero" ::"a"(a + 64) : "memory");
+		__asm__ volatile("clzero" ::"a"(a + 128) : "memory");
+		__asm__ volatile("clzero" ::"a"(a + 192) : "memory");
 	}
+	for (; a < z; a += 64)
+		__asm__ volatile("clzero" ::"a"(a) : "memory");
 	__asm__ volatile("sfence" ::: "memory");
-	hz_fill_c(z, 0, (size_t)(end - z));
+	hz_memset_sse2(z, 0, (size_t)(end - z));
 	return d;
 }
 
