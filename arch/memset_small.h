@@ -1,6 +1,8 @@
 /* The small-size memset front end, as a template: an arch file defines
  * HZ_VW (vector width in bytes, 16, 32 or 64) and HZ_FRONT (the function's
- * name), sets the target ISA, and includes this file. Sizes up to
+ * name), optionally HZ_MASKED_FILL(p, byte, n) for sizes below one vector
+ * where the ISA has byte-masked stores, sets the target ISA, and includes
+ * this file. Sizes up to
  * HZ_SMALL_MAX are filled with overlapping unaligned stores from both ends,
  * so each size class is a fixed number of stores and one branch; above 8
  * vectors an aligned loop fills the middle. Larger sizes leave through one
@@ -31,6 +33,13 @@ HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
 	uint8_t *p = d;
 	uint8_t b = (uint8_t)c;
 
+#ifdef HZ_MASKED_FILL
+	/* Below one vector: one masked store, no branch on the size. */
+	if (hz_likely(n < HZ_VW)) {
+		HZ_MASKED_FILL(p, b, n);
+		return d;
+	}
+#endif
 	if (hz_likely(n <= HZ_VW)) {
 		if (n >= HZ_VW / 2) {
 			HZ_VH h = (HZ_VH){0} + b;
@@ -99,3 +108,4 @@ HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
 #undef HZ_VH
 #undef HZ_VW
 #undef HZ_FRONT
+#undef HZ_MASKED_FILL

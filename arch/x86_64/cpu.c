@@ -63,7 +63,8 @@ void hz_cpu_detect(struct hz_cpu *cpu)
 	} names[] = {
 		{HZ_X86_ERMS, "erms"},       {HZ_X86_FSRM, "fsrm"},
 		{HZ_X86_AVX2, "avx2"},       {HZ_X86_AVX512F, "avx512f"},
-		{HZ_X86_AVX512BW, "avx512bw"}, {HZ_X86_CLZERO, "clzero"},
+		{HZ_X86_AVX512BW, "avx512bw"}, {HZ_X86_BMI2, "bmi2"},
+		{HZ_X86_CLZERO, "clzero"},
 	};
 	size_t at = 0;
 	cpu->features[0] = 0;

@@ -25,6 +25,7 @@ enum {
 	HZ_X86_AVX512BW = 1u << 4,
 	HZ_X86_CLZERO = 1u << 5,
 	HZ_X86_AMD = 1u << 6,
+	HZ_X86_BMI2 = 1u << 7,
 };
 
 /* The features detected at initialisation (arch/x86_64/kernels.c). */
@@ -54,6 +55,8 @@ static inline uint32_t hz_x86_features(void)
 			f |= HZ_X86_ERMS;
 		if (l7.d & (1u << 4))
 			f |= HZ_X86_FSRM;
+		if (l7.b & (1u << 8))
+			f |= HZ_X86_BMI2;
 		if (ymm && (l7.b & (1u << 5)))
 			f |= HZ_X86_AVX2;
 		if (zmm && (l7.b & (1u << 16)))

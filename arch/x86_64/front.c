@@ -16,7 +16,12 @@
 #pragma GCC pop_options
 
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl")
+#pragma GCC target("avx512f,avx512bw,avx512vl,bmi2")
+#include <immintrin.h>
+/* Masked stores do not touch (or fault on) the bytes whose mask bit is
+ * clear; bzhi builds the mask of the low n bits. */
+#define HZ_MASKED_FILL(p, b, n) \
+	_mm512_mask_storeu_epi8((p), _bzhi_u64(~0ull, (unsigned)(n)), _mm512_set1_epi8((char)(b)))
 #define HZ_VW 64
 #define HZ_FRONT hz_memset_avx512
 #include "../memset_small.h"
@@ -25,7 +30,7 @@
 hz_memset_fn hz_memset_select(void)
 {
 	uint32_t f = hz_x86_features();
-	if (f & HZ_X86_AVX512BW)
+	if ((f & HZ_X86_AVX512BW) && (f & HZ_X86_BMI2))
 		return hz_memset_avx512;
 	if (f & HZ_X86_AVX2)
 		return hz_memset_avx2;
@@ -36,7 +41,7 @@ unsigned hz_memset_variants(hz_memset_fn *fns, const char **names, unsigned max)
 {
 	uint32_t f = hz_x86_feat;
 	unsigned k = 0;
-	if (k < max && (f & HZ_X86_AVX512BW))
+	if (k < max && (f & HZ_X86_AVX512BW) && (f & HZ_X86_BMI2))
 		fns[k] = hz_memset_avx512, names[k++] = "front_avx512";
 	if (k < max && (f & HZ_X86_AVX2))
 		fns[k] = hz_memset_avx2, names[k++] = "front_avx2";
