@@ -1,8 +1,9 @@
 /* The kernel benchmark: glibc's memset, every kernel this CPU runs and the
  * library's dispatch, side by side in one run, on one prefaulted buffer.
- * Each measurement is repeated; the variants run in a rotating order within
- * each repetition, so drift on a shared machine hits them all alike; the
- * table gives the median GB/s. Then: random small sizes (1..256 B), glibc
+ * Each measurement is repeated; the variants run in a new random order in
+ * each repetition, so drift on a shared machine and the cache state one
+ * variant leaves the next hit them all alike; the table gives the median
+ * GB/s. Then: random small sizes (1..256 B), glibc
  * against the library's front end, and the first read of the hint page
  * after a 64 MiB clear, hinted against unhinted.
  *
@@ -201,12 +202,22 @@ int main(int argc, char **argv)
 	fprintf(out, "size,variant,gbps\n");
 
 	double t[MAXV][101];
+	unsigned order_seed = 2463534242u;
 	for (size_t n = 64; n <= max; n = next_size(n)) {
-		for (int r = 0; r < reps; r++)
-			for (int j = 0; j < nv; j++) {
-				int i = (j + r) % nv;
-				t[i][r] = time_fill(v[i].fn, buf, fill, n);
+		for (int r = 0; r < reps; r++) {
+			/* A new random order each repetition: what a variant
+			 * inherits from the one before it averages out. */
+			int order[MAXV];
+			for (int j = 0; j < nv; j++)
+				order[j] = j;
+			for (int j = nv - 1; j > 0; j--) {
+				int k = (int)(xorshift(&order_seed) % (unsigned)(j + 1)), tmp = order[j];
+				order[j] = order[k];
+				order[k] = tmp;
 			}
+			for (int j = 0; j < nv; j++)
+				t[order[j]][r] = time_fill(v[order[j]].fn, buf, fill, n);
+		}
 		double gbps[MAXV], best = 0;
 		int besti = 0;
 		for (int i = 0; i < nv; i++) {
