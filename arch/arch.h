@@ -130,7 +130,7 @@ static inline unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t
 /* ---- arch/dispatch.c ---- */
 
 /* Largest size the front ends handle inline; larger calls go to the policy. */
-#define HZ_SMALL_MAX 2048
+#define HZ_SMALL_MAX 16384
 /* memset above HZ_SMALL_MAX: picks the tier's kernel and counts the call. */
 HZ_HIDDEN HZ_NOINLINE void *hz_memset_large(void *p, int c, size_t n);
 /* Runs kernel k over [p, p+n), counting large calls. */

@@ -33,9 +33,14 @@ int main(void)
 	unsigned n = hz_memset_variants(fns, names, 4);
 	for (unsigned i = 0; i < n; i++)
 		run(names[i], fns[i]);
-	hz_policy.upto[0] = 700;
-	hz_policy.upto[1] = 2100;
 	run("dispatch", hz_memset_select());
+	/* Every tier behind the front end, at random sizes across them. */
+	hz_policy.upto[0] = HZ_SMALL_MAX + 5000;
+	hz_policy.upto[1] = HZ_SMALL_MAX + 20000;
+	char err[256];
+	int rc = check_random(hz_memset_select(), 3000, HZ_SMALL_MAX + 40000, 7, err, sizeof err);
+	printf("%s - dispatch tiers%s%s\n", rc ? "FAIL" : "ok  ", rc ? ": " : "", rc ? err : "");
+	rc ? fail++ : pass++;
 	printf("%u passed, %u failed\n", pass, fail);
 	return fail != 0;
 }

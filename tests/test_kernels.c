@@ -5,16 +5,15 @@
 #include "../arch/arch.h"
 #include "fillcheck.h"
 
-/* Targets: the kernel table, then the front ends the CPU runs, then the
- * dispatch with thresholds small enough that sizes up to 4096 cross every
- * tier. */
+/* Targets: the kernel table, the front ends the CPU runs, and memset's
+ * own (the selected front end with the library's policy behind it). */
 #define MAX_TARGETS (HZ_MAX_KERNELS + 8)
 
 /* The front end memset's IFUNC resolver selects (selected once: it runs
  * CPUID, which is slow in a virtual machine). */
 static hz_memset_fn front;
 
-static void *dispatch_tiered(void *p, int c, size_t n)
+static void *dispatch(void *p, int c, size_t n)
 {
 	return front(p, c, n);
 }
@@ -29,15 +28,9 @@ static unsigned targets(fill_fn *fns, const char **names)
 		names[k++] = hz_kernels[i].name;
 	}
 	k += hz_memset_variants(fns + k, names + k, MAX_TARGETS - k - 1);
-	fns[k] = dispatch_tiered;
+	fns[k] = dispatch;
 	names[k++] = "dispatch";
 	return k;
-}
-
-static void tiered_policy(void)
-{
-	hz_policy.upto[0] = 700;
-	hz_policy.upto[1] = 2100;
 }
 
 /* Criterion parameters: one test per target index. */
@@ -64,7 +57,6 @@ ParameterizedTest(int *t, kernels, exhaustive, .timeout = 300)
 	targets(fns, names);
 	if (!fns[*t])
 		cr_skip_test("%s: not supported by this CPU", names[*t]);
-	tiered_policy();
 	char err[256];
 	int rc = check_exhaustive(fns[*t], err, sizeof err);
 	cr_assert_eq(rc, 0, "%s: %s", names[*t], err);
@@ -87,6 +79,17 @@ ParameterizedTest(int *t, kernels, random_up_to_64MiB, .timeout = 300)
 	cr_assert_eq(rc, 0, "%s: %s", names[*t], err);
 }
 
+/* Every tier of the policy behind the front end: thresholds just above the
+ * front end's limit, random sizes across all three. */
+Test(kernels, dispatch_tiers, .timeout = 120)
+{
+	hz_policy.upto[0] = HZ_SMALL_MAX + 5000;
+	hz_policy.upto[1] = HZ_SMALL_MAX + 20000;
+	char err[256];
+	int rc = check_random(hz_memset_select(), 3000, HZ_SMALL_MAX + 40000, 7, err, sizeof err);
+	cr_assert_eq(rc, 0, "%s", err);
+}
+
 /* The policy the library runs with: sizes across the real thresholds. */
 Test(kernels, dispatch_default_policy_random, .timeout = 300)
 {
@@ -97,6 +100,7 @@ Test(kernels, dispatch_default_policy_random, .timeout = 300)
 
 Test(kernels, table_is_sane)
 {
+	cr_assert(hz_cpu.vendor[0], "the library's initialisation did not run");
 	cr_assert(hz_nkernels >= 1 && hz_nkernels <= HZ_MAX_KERNELS);
 	cr_assert_str_eq(hz_kernels[0].name, "c", "entry 0 must be the portable C kernel");
 	cr_assert(hz_kernel_usable(0));
