@@ -70,11 +70,23 @@ struct hz_cpu {
  * Runs once, single-threaded, from the library's initialisation. */
 HZ_HIDDEN void hz_cpu_detect(struct hz_cpu *cpu);
 
-/* The small-size memset front end best suited to this CPU. Safe to call
- * from an IFUNC resolver: it runs before relocation, so it reads the CPU
- * directly and touches no global data that needs a relocation. */
+/* The small-size memset front end best suited to this CPU (reads the CPU
+ * itself, so it works before hz_cpu_detect). */
 typedef void *(*hz_memset_fn)(void *p, int c, size_t n);
 HZ_HIDDEN hz_memset_fn hz_memset_select(void);
+/* The front end memset uses: one every CPU of the architecture runs until
+ * initialisation sets it to hz_memset_select()'s. */
+HZ_HIDDEN extern hz_memset_fn hz_memset_impl;
+/* memset is the architecture's widest front end (widest.h), guarded by
+ * this flag: set once initialisation found that the CPU runs it; until
+ * then, or on a CPU that does not, every call leaves through
+ * hz_memset_exit. */
+HZ_HIDDEN extern int hz_memset_widest_ok;
+/* memset's way out of the front end: the policy, or, without the flag,
+ * the front end in hz_memset_impl. */
+HZ_HIDDEN HZ_NOINLINE void *hz_memset_exit(void *p, int c, size_t n);
+/* The widest front end, unguarded: the one hz_memset_widest_ok names. */
+HZ_HIDDEN void *hz_memset_widest_raw(void *p, int c, size_t n);
 /* All front ends this CPU runs, for tests and benchmarks; returns count. */
 HZ_HIDDEN unsigned hz_memset_variants(hz_memset_fn *fns, const char **names, unsigned max);
 
@@ -124,7 +136,7 @@ HZ_HIDDEN int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 static inline unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t n)
 {
 	int t = n < pol->upto[0] ? 0 : n < pol->upto[1] ? 1 : 2;
-	return c ? pol->fill[t] : pol->zero[t];
+	return (unsigned char)c ? pol->fill[t] : pol->zero[t];
 }
 
 /* ---- arch/dispatch.c ---- */

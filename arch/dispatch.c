@@ -15,6 +15,15 @@ void hz_fill_with(unsigned k, void *p, int c, size_t n)
 	hz_kernels[k].fill(p, c, n);
 }
 
+int hz_memset_widest_ok;
+
+void *hz_memset_exit(void *p, int c, size_t n)
+{
+	if (hz_unlikely(!__atomic_load_n(&hz_memset_widest_ok, __ATOMIC_RELAXED)))
+		return hz_memset_impl(p, c, n);
+	return hz_memset_large(p, c, n);
+}
+
 void *hz_memset_large(void *p, int c, size_t n)
 {
 	hz_fill_with(hz_policy_pick(&hz_policy, c, n), p, c, n);

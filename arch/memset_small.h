@@ -1,8 +1,10 @@
 /* The small-size memset front end, as a template: an arch file defines
  * HZ_VW (vector width in bytes, 16, 32 or 64) and HZ_FRONT (the function's
  * name), optionally HZ_MASKED_FILL(p, byte, n) for sizes below one vector
- * where the ISA has byte-masked stores, sets the target ISA, and includes
- * this file. Sizes up to
+ * where the ISA has byte-masked stores, HZ_FRONT_GUARD (a condition
+ * without which every call goes to HZ_FRONT_LARGE, default
+ * hz_memset_large, before an instruction of the ISA runs) and
+ * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up to
  * HZ_SMALL_MAX are filled with overlapping unaligned stores from both ends,
  * so each size class is a fixed number of stores and one branch; above 8
  * vectors an aligned loop fills the middle. Larger sizes leave through one
@@ -28,10 +30,24 @@ typedef uint16_t hz_u16u __attribute__((aligned(1), may_alias));
 typedef uint8_t hz_v16u __attribute__((vector_size(16), aligned(1), may_alias));
 #endif
 
-HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
+#ifndef HZ_FRONT_VISIBILITY
+#define HZ_FRONT_VISIBILITY HZ_HIDDEN
+#endif
+#ifndef HZ_FRONT_LARGE
+#define HZ_FRONT_LARGE hz_memset_large
+#endif
+
+HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)
 {
 	uint8_t *p = d;
 	uint8_t b = (uint8_t)c;
+
+#ifdef HZ_FRONT_GUARD
+	/* Before any instruction of the target ISA. A branch of its own, so
+	 * the size tests below do not wait for this load. */
+	if (hz_unlikely(!(HZ_FRONT_GUARD)))
+		return HZ_FRONT_LARGE(d, c, n);
+#endif
 
 #ifdef HZ_MASKED_FILL
 	/* Below one vector: one masked store, no branch on the size. */
@@ -39,8 +55,8 @@ HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
 		HZ_MASKED_FILL(p, b, n);
 		return d;
 	}
-#endif
-	if (hz_likely(n <= HZ_VW)) {
+#else
+	if (hz_likely(n < HZ_VW)) {
 		if (n >= HZ_VW / 2) {
 			HZ_VH h = (HZ_VH){0} + b;
 			*(HZ_VH *)p = h;
@@ -72,17 +88,21 @@ HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
 		}
 		return d;
 	}
-	if (hz_unlikely(n > HZ_SMALL_MAX))
-		return hz_memset_large(d, c, n);
-
+#endif
 	/* Stores from both ends: 2, 4 or 8 of them cover every size up to
 	 * 8 vectors; beyond, aligned blocks of 4 fill the middle. */
-	HZ_V v = (HZ_V){0} + b;
 	uint8_t *end = p + n;
+	if (hz_likely(n <= 2 * HZ_VW)) {
+		HZ_V v = (HZ_V){0} + b;
+		*(HZ_VU *)p = v;
+		*(HZ_VU *)(end - HZ_VW) = v;
+		return d;
+	}
+	if (hz_unlikely(n > HZ_SMALL_MAX))
+		return HZ_FRONT_LARGE(d, c, n);
+	HZ_V v = (HZ_V){0} + b;
 	*(HZ_VU *)p = v;
 	*(HZ_VU *)(end - HZ_VW) = v;
-	if (n <= 2 * HZ_VW)
-		return d;
 	*(HZ_VU *)(p + HZ_VW) = v;
 	*(HZ_VU *)(end - 2 * HZ_VW) = v;
 	if (n <= 4 * HZ_VW)
@@ -109,3 +129,6 @@ HZ_HIDDEN void *HZ_FRONT(void *d, int c, size_t n)
 #undef HZ_VW
 #undef HZ_FRONT
 #undef HZ_MASKED_FILL
+#undef HZ_FRONT_GUARD
+#undef HZ_FRONT_LARGE
+#undef HZ_FRONT_VISIBILITY

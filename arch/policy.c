@@ -78,7 +78,9 @@ int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 		pol->fill[t] = (uint8_t)best(flag, 0, temporal, clz);
 		pol->zero[t] = (uint8_t)best(flag, 1, temporal, clz);
 	}
-	pol->near = (uint8_t)best(HZ_K_TIER1, 1, 1, clz);
+	/* The hint's neighbourhood is at most 5 pages: vector stores, which
+	 * beat string stores at that size and leave the lines in cache. */
+	pol->near = (uint8_t)best(HZ_K_TIER0, 1, 1, clz);
 
 	override(pol, 0, cfg->small, &bad);
 	override(pol, 1, cfg->medium, &bad);

@@ -9,8 +9,11 @@
  *
  * usage: memset_bench [--max SIZE] [--reps N] [--csv FILE] [--fill BYTE]
  *
- * This program is not preloaded: "glibc" is libc's own memset, and the
- * library is linked in as its engine, reached through hz_memset_select(). */
+ * This program is not preloaded: "glibc" is libc's own memset; the kernels
+ * are called from the engine linked in; "hugezero" is the memset that
+ * libhugezero.so exports (opened with dlopen, RTLD_LOCAL), so its cost
+ * includes the entry a preloaded program goes through. */
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,13 +51,9 @@ static double median(double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* glibc's memset through a pointer the compiler cannot see through. */
+/* glibc's memset through a pointer the compiler cannot see through: every
+ * variant, glibc's included, is called the same way, through a pointer. */
 static void *(*volatile glibc_memset)(void *, int, size_t) = memset;
-
-static void *glibc_fill(void *p, int c, size_t n)
-{
-	return glibc_memset(p, c, n);
-}
 
 /* Seconds per call of fn at size n: calls enough to write 128 MiB (a few
  * milliseconds), at most 2 million. */
@@ -145,6 +144,7 @@ int main(int argc, char **argv)
 	size_t max = (size_t)1 << 30;
 	int reps = 7, fill = 0;
 	const char *csv = "memset_bench.csv";
+	const char *lib = HZ_LIB_PATH;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--max") && i + 1 < argc && !hz_parse_size(argv[i + 1], &max))
 			i++;
@@ -152,10 +152,13 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
 			csv = argv[++i];
+		else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
+			lib = argv[++i];
 		else if (!strcmp(argv[i], "--fill") && i + 1 < argc)
 			fill = (int)strtol(argv[++i], NULL, 0);
 		else {
-			fprintf(stderr, "usage: %s [--max SIZE] [--reps N] [--csv FILE] [--fill BYTE]\n",
+			fprintf(stderr, "usage: %s [--max SIZE] [--reps N] [--csv FILE] [--fill BYTE] "
+					"[--lib LIBHUGEZERO]\n",
 				argv[0]);
 			return 2;
 		}
@@ -167,11 +170,18 @@ int main(int argc, char **argv)
 
 	struct variant v[MAXV];
 	int nv = 0;
+	hz_fill_fn glibc_fill = glibc_memset;
 	v[nv++] = (struct variant){"glibc", glibc_fill};
 	for (unsigned k = 0; k < hz_nkernels; k++)
 		if (hz_kernel_usable(k) && !(fill && (hz_kernels[k].flags & HZ_K_ZERO_ONLY)))
 			v[nv++] = (struct variant){hz_kernels[k].name, hz_kernels[k].fill};
-	v[nv++] = (struct variant){"hugezero", hz_memset_select()};
+	void *so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	hz_fill_fn hz_memset = so ? (hz_fill_fn)dlsym(so, "memset") : NULL;
+	if (!hz_memset) {
+		fprintf(stderr, "memset_bench: cannot load memset from %s: %s\n", lib, dlerror());
+		return 1;
+	}
+	v[nv++] = (struct variant){"hugezero", hz_memset};
 
 	size_t len = max + 4096;
 	/* Huge pages where the kernel allows (as the allocator's arenas), so
@@ -242,7 +252,7 @@ int main(int argc, char **argv)
 		size[i] = (uint16_t)(1 + xorshift(&seed) % 256);
 		off[i] = (uint8_t)(xorshift(&seed) % 64);
 	}
-	hz_fill_fn front = hz_memset_select();
+	hz_fill_fn front = hz_memset;
 	int calls = 1000000, rr = reps < 31 ? 31 : reps;
 	double ts[2][101];
 	for (int r = 0; r < rr; r++) {

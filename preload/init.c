@@ -46,15 +46,22 @@ void hz_init(void)
 		hz_page_size = ps;
 
 	hz_cpu_detect(&hz_cpu);
+	hz_memset_fn front = hz_memset_select();
+	__atomic_store_n(&hz_memset_impl, front, __ATOMIC_RELAXED);
+	if (front == hz_memset_widest_raw)
+		__atomic_store_n(&hz_memset_widest_ok, 1, __ATOMIC_RELAXED);
 	hz_cache_read_sysfs("/sys/devices/system/cpu/cpu0/cache", &hz_cpu.sysfs);
 	hz_cache_reconcile(&hz_cpu);
 
 	hz_options_load();
 	const struct hz_option_value *o = hz_option_values;
-	static const int cache_opt[] = {HZ_OPT_L1D_SIZE, HZ_OPT_L2_SIZE, HZ_OPT_L3_SIZE};
-	for (int l = 0; l < HZ_CACHE_LEVELS; l++)
-		if (o[cache_opt[l]].set && o[cache_opt[l]].size)
-			hz_cpu.cache.size[l] = o[cache_opt[l]].size, hz_cpu.source[l] = "env";
+	/* The policy reads L2 and L3 only. */
+	static const int cache_opt[][2] = {{HZ_CACHE_L2, HZ_OPT_L2_SIZE}, {HZ_CACHE_L3, HZ_OPT_L3_SIZE}};
+	for (int i = 0; i < 2; i++) {
+		const struct hz_option_value *v = &o[cache_opt[i][1]];
+		if (v->set && v->size)
+			hz_cpu.cache.size[cache_opt[i][0]] = v->size, hz_cpu.source[cache_opt[i][0]] = "env";
+	}
 
 	struct hz_policy_cfg cfg = {
 		.medium_threshold = o[HZ_OPT_MEDIUM_THRESHOLD].set ? o[HZ_OPT_MEDIUM_THRESHOLD].size : 0,

@@ -1,26 +1,35 @@
 /* The interposed memset family. Nothing but the exported ABI lives here.
  *
- * Binding: memset is an IFUNC. The resolver runs while the dynamic linker
- * (or a static program's start-up) applies relocations, before any
- * constructor, and picks the small-size front end for this CPU once; after
- * that a call is one indirect jump through the GOT, as with glibc's own
- * memset, with no per-call test of a pointer or an initialisation flag.
- * The resolver only executes CPUID (hz_memset_select), so it is safe before
- * the library is relocated. Sizes above HZ_SMALL_MAX go to a policy that
- * starts with a portable kernel and is replaced once by the constructor:
- * no locks, no allocation, no syscalls, no lazy initialisation. */
+ * Binding: memset is the architecture's widest front end itself, behind
+ * one test of a flag the constructor sets once it found that the CPU runs
+ * that front end. Otherwise (and before the constructor) the call leaves,
+ * before any instruction of the wide ISA, through hz_memset_impl: a
+ * pointer to the front end every CPU of the architecture runs, also set
+ * once by the constructor. No jump stands between the PLT and the stores:
+ * a jump cost about 0.5 ns there, 20% of a small memset. tests/
+ * front_guard.sh checks that the compiler kept the wide instructions
+ * behind the test. Not an IFUNC: libraries linked with -z now
+ * (bash's libtinfo, libselinux) are relocated before a preloaded library,
+ * and the dynamic linker then warns on stderr ("Relink ... for IFUNC
+ * symbol") in every such program and runs the resolver early.
+ * Sizes above HZ_SMALL_MAX go to a policy that starts with the portable
+ * kernel and is replaced once by the constructor: no locks, no
+ * allocation, no syscalls, no lazy initialisation. */
 #include <stddef.h>
 
 #include "../arch/arch.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-static hz_memset_fn resolve_memset(void)
-{
-	return hz_memset_select();
-}
-
-HZ_EXPORT void *memset(void *p, int c, size_t n) __attribute__((ifunc("resolve_memset")));
+/* memset is the architecture's widest front end (arch/<cpu>/widest.h and
+ * the arch/memset_small.h template), guarded by hz_memset_widest_ok. */
+#include "widest.h"
+#define HZ_FRONT memset
+#define HZ_FRONT_GUARD __atomic_load_n(&hz_memset_widest_ok, __ATOMIC_RELAXED)
+#define HZ_FRONT_LARGE hz_memset_exit
+#define HZ_FRONT_VISIBILITY HZ_EXPORT
+#include "../arch/memset_small.h"
+#pragma GCC pop_options
 
 /* glibc's __memset_chk calls glibc's internal memset, so fortified
  * programs (_FORTIFY_SOURCE) would bypass memset's interposition. On

@@ -27,8 +27,6 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 			      "0 never uses streaming stores or CLZERO: large sizes stay temporal"},
 	[HZ_OPT_CLZERO] = {"CLZERO", HZ_OPT_AUTO_BOOL, "auto",
 			   "0 never uses zero-only kernels (CLZERO, DC ZVA)"},
-	[HZ_OPT_L1D_SIZE] = {"L1D_SIZE", HZ_OPT_SIZE, "detected",
-			     "L1 data cache size to assume, overriding detection"},
 	[HZ_OPT_L2_SIZE] = {"L2_SIZE", HZ_OPT_SIZE, "detected",
 			    "L2 cache size (per core) to assume, overriding detection"},
 	[HZ_OPT_L3_SIZE] = {"L3_SIZE", HZ_OPT_SIZE, "detected",

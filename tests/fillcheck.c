@@ -52,17 +52,17 @@ static int one(fill_fn f, struct guarded *g, unsigned char *p, size_t n, int c,
 	return 0;
 }
 
-int check_exhaustive(fill_fn f, char *err, size_t errlen)
+int check_sizes(fill_fn f, size_t lo, size_t hi, char *err, size_t errlen)
 {
 	static const int fills[] = {0, 0xFF, 0x5A};
 	struct guarded g;
-	if (guarded_alloc(&g, MAXN + MAXOFF + 2 * SENT)) {
+	if (guarded_alloc(&g, hi + MAXOFF + 2 * SENT)) {
 		snprintf(err, errlen, "mmap failed");
 		return -1;
 	}
 	int rc = 0;
 	for (size_t fi = 0; fi < 3 && !rc; fi++)
-		for (size_t n = 0; n <= MAXN && !rc; n++)
+		for (size_t n = lo; n <= hi && !rc; n++)
 			for (size_t off = 0; off < MAXOFF && !rc; off++) {
 				int c = fills[fi];
 				rc = one(f, &g, g.base + off, n, c, err, errlen, "start", off);
@@ -72,6 +72,11 @@ int check_exhaustive(fill_fn f, char *err, size_t errlen)
 			}
 	guarded_free(&g);
 	return rc;
+}
+
+int check_exhaustive(fill_fn f, char *err, size_t errlen)
+{
+	return check_sizes(f, 0, MAXN, err, errlen);
 }
 
 int check_random(fill_fn f, unsigned iters, size_t max_size, unsigned seed, char *err,

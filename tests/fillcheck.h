@@ -11,6 +11,8 @@ typedef void *(*fill_fn)(void *p, int c, size_t n);
  * end of a guarded buffer, for fill bytes 0, 0xFF and 0x5A, with 64
  * sentinel bytes on both sides of the target. */
 int check_exhaustive(fill_fn f, char *err, size_t errlen);
+/* The same for every size in [lo, hi]. */
+int check_sizes(fill_fn f, size_t lo, size_t hi, char *err, size_t errlen);
 /* iters random sizes up to max_size at random offsets with random fill
  * bytes, in a guarded buffer; seed makes a run repeatable. */
 int check_random(fill_fn f, unsigned iters, size_t max_size, unsigned seed,

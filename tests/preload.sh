@@ -27,6 +27,9 @@ same() {
 	if ! cmp -s "$work/plain.out" "$work/hz.out"; then
 		bad "$name: output differs"; return
 	fi
+	if ! cmp -s "$work/plain.err" "$work/hz.err"; then
+		bad "$name: stderr differs: $(head -c 300 "$work/hz.err")"; return
+	fi
 	if ! cat "$work"/bind.* 2>/dev/null | grep -q "to $lib .*symbol \`memset'"; then
 		bad "$name: memset was not bound to the library"; rm -f "$work"/bind.*; return
 	fi
@@ -34,20 +37,40 @@ same() {
 	ok "$name ($(wc -c <"$work/hz.out") bytes of identical output)"
 }
 
+# bash and ls link libraries with -z now: no loader warning may appear.
+same "bash and ls, stderr included" bash -c 'ls -la /usr/lib | wc -l; ls /nonexistent-hugezero'
 same "shell pipeline" sh -c 'seq 1 300000 | awk "{ print \$1 * 7 % 1000, \$1 }" | sort -n -k1,1 -k2,2 | uniq -c | tail -n 50 | tr 0-9 a-j'
 
 cat >"$work/t.py" <<'PY'
-import ctypes, hashlib
+import ctypes, hashlib, sys
 h = hashlib.sha256()
-for n in (0, 1, 7, 64, 255, 256, 257, 4096, 100000, 1 << 20, 48 << 20):
-    buf = ctypes.create_string_buffer(b"\x11" * 16, n + 16)
-    ctypes.memset(ctypes.addressof(buf) + 8, 0xAB if n % 2 else 0, n)
-    h.update(buf.raw)
+sizes = (0, 1, 7, 64, 255, 256, 257, 4096, 16385, 100000, 1 << 20, 24 << 20, 48 << 20)
+for i, n in enumerate(sizes):
+    for c in (0, 0xAB):
+        buf = ctypes.create_string_buffer(b"\x11" * 16, n + 16)
+        ctypes.memset(ctypes.addressof(buf) + 8, c, n)
+        h.update(buf.raw)
 h.update(bytes(bytearray(3 << 20)))
 h.update(b"".join(str(i).encode() for i in range(100000)))
 print(h.hexdigest())
+# With the library loaded: the large zero and non-zero kernels served calls.
+lib = ctypes.CDLL(None)
+if sys.argv[1:] == ["report"] and hasattr(lib, "hz_stat"):
+    lib.hz_kernel_for.restype = ctypes.c_char_p
+    for c in (0, 0xAB):
+        name = lib.hz_kernel_for(c, ctypes.c_size_t(48 << 20)).decode()
+        v = ctypes.c_uint64()
+        lib.hz_stat(("kernel.%s.bytes" % name).encode(), ctypes.byref(v))
+        print("kernel %s for fill %#x wrote %d bytes" % (name, c, v.value), file=sys.stderr)
 PY
 same "python3 ctypes.memset and buffers" python3 "$work/t.py"
+# Each of the two large kernels wrote at least the 48 MiB fill.
+LD_PRELOAD=$lib python3 "$work/t.py" report >/dev/null 2>"$work/hz.err"
+if [ "$(grep -cE '^kernel [a-z0-9_]+ for fill 0x?[0-9a-f]* wrote ([5-9][0-9]{7}|[0-9]{9,}) bytes$' "$work/hz.err")" = 2 ]; then
+	ok "python3: $(tr '\n' ';' <"$work/hz.err")"
+else
+	bad "python3: large kernels not used: $(cat "$work/hz.err")"
+fi
 
 python3 -c '
 import random

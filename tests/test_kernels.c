@@ -2,6 +2,9 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
+#include <stdio.h>
+#include <string.h>
+
 #include "../arch/arch.h"
 #include "fillcheck.h"
 
@@ -9,7 +12,7 @@
  * own (the selected front end with the library's policy behind it). */
 #define MAX_TARGETS (HZ_MAX_KERNELS + 8)
 
-/* The front end memset's IFUNC resolver selects (selected once: it runs
+/* The front end the library selects for memset (selected once: it runs
  * CPUID, which is slow in a virtual machine). */
 static hz_memset_fn front;
 
@@ -80,14 +83,64 @@ ParameterizedTest(int *t, kernels, random_up_to_64MiB, .timeout = 300)
 }
 
 /* Every tier of the policy behind the front end: thresholds just above the
- * front end's limit, random sizes across all three. */
-Test(kernels, dispatch_tiers, .timeout = 120)
+ * front end's limit; every size and offset around each boundary, random
+ * sizes across all three tiers. */
+Test(kernels, dispatch_tiers, .timeout = 300)
 {
-	hz_policy.upto[0] = HZ_SMALL_MAX + 5000;
-	hz_policy.upto[1] = HZ_SMALL_MAX + 20000;
+	size_t t0 = HZ_SMALL_MAX + 5000, t1 = HZ_SMALL_MAX + 20000;
+	hz_policy.upto[0] = t0;
+	hz_policy.upto[1] = t1;
+	hz_memset_fn f = hz_memset_select();
 	char err[256];
-	int rc = check_random(hz_memset_select(), 3000, HZ_SMALL_MAX + 40000, 7, err, sizeof err);
+	size_t edges[] = {HZ_SMALL_MAX, t0, t1};
+	for (int i = 0; i < 3; i++) {
+		int rc = check_sizes(f, edges[i] - 128, edges[i] + 128, err, sizeof err);
+		cr_assert_eq(rc, 0, "around %zu: %s", edges[i], err);
+	}
+	int rc = check_random(f, 3000, HZ_SMALL_MAX + 40000, 7, err, sizeof err);
 	cr_assert_eq(rc, 0, "%s", err);
+}
+
+/* Kernels the table declares unsupported must be the ones /proc/cpuinfo
+ * lacks: a skipped kernel test is then a real absence, not a detection
+ * failure. Kernels without a CPU flag of their own are not listed. */
+Test(kernels, detection_matches_cpuinfo)
+{
+	static const char *const pairs[][2] = {
+		{"rep_stosb", "erms"}, {"avx2", "avx2"}, {"avx512", "avx512f"},
+		{"clzero", "clzero"},  {"dc_zva", NULL},
+	};
+	FILE *f = fopen("/proc/cpuinfo", "r");
+	if (!f)
+		cr_skip_test("no /proc/cpuinfo");
+	static char line[8192], flags[8192];
+	flags[0] = 0;
+	while (fgets(line, sizeof line, f))
+		if (!strncmp(line, "flags", 5)) {
+			snprintf(flags, sizeof flags, " %s ", strchr(line, ':') + 1);
+			break;
+		}
+	fclose(f);
+	for (char *q = flags; *q; q++)
+		if (*q == '\n' || *q == '\t')
+			*q = ' ';
+	int checked = 0;
+	for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+		int k = -1;
+		for (unsigned j = 0; j < hz_nkernels; j++)
+			if (!strcmp(hz_kernels[j].name, pairs[i][0]))
+				k = (int)j;
+		if (k < 0 || !pairs[i][1] || !flags[0])
+			continue;
+		char want[64];
+		snprintf(want, sizeof want, " %s ", pairs[i][1]);
+		int has = strstr(flags, want) != NULL;
+		cr_assert_eq(hz_kernel_usable((unsigned)k), has, "%s: usable %d, cpuinfo flag %s %d",
+			     pairs[i][0], hz_kernel_usable((unsigned)k), pairs[i][1], has);
+		checked++;
+	}
+	if (!checked)
+		cr_skip_test("no kernel of this architecture has a cpuinfo flag");
 }
 
 /* The policy the library runs with: sizes across the real thresholds. */

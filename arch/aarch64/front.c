@@ -2,9 +2,14 @@
  * vectors, which every aarch64 CPU has. */
 #include "../arch.h"
 
-#define HZ_VW 16
+#include "widest.h"
 #define HZ_FRONT hz_memset_neon
 #include "../memset_small.h"
+#pragma GCC pop_options
+
+hz_memset_fn hz_memset_impl = hz_memset_neon;
+
+void *hz_memset_widest_raw(void *p, int c, size_t n) __attribute__((alias("hz_memset_neon")));
 
 hz_memset_fn hz_memset_select(void)
 {

@@ -1,6 +1,5 @@
-/* x86-64 CPU identification shared by cpu.c and the IFUNC-safe selector.
- * Everything here is static inline and touches no global data, so it can
- * run from an IFUNC resolver before the library is relocated. */
+/* x86-64 CPU identification shared by cpu.c and the front-end selector.
+ * Everything here is static inline and touches no global data. */
 #ifndef HZ_X86_CPUID_H
 #define HZ_X86_CPUID_H
 

@@ -1,5 +1,6 @@
 /* x86-64 small-size memset front ends: the same template at three vector
- * widths, and the selector an IFUNC resolver calls. Compiled with
+ * widths (the widest in widest.h, which preload/memset.c also builds as
+ * memset itself), and the selector. Compiled with
  * -fno-builtin -fno-tree-loop-distribute-patterns. */
 #include "../arch.h"
 #include "cpuid.h"
@@ -15,17 +16,15 @@
 #include "../memset_small.h"
 #pragma GCC pop_options
 
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512vl,bmi2")
-#include <immintrin.h>
-/* Masked stores do not touch (or fault on) the bytes whose mask bit is
- * clear; bzhi builds the mask of the low n bits. */
-#define HZ_MASKED_FILL(p, b, n) \
-	_mm512_mask_storeu_epi8((p), _bzhi_u64(~0ull, (unsigned)(n)), _mm512_set1_epi8((char)(b)))
-#define HZ_VW 64
+#include "widest.h"
 #define HZ_FRONT hz_memset_avx512
 #include "../memset_small.h"
 #pragma GCC pop_options
+
+/* SSE2 is part of x86-64: correct on every CPU before detection. */
+hz_memset_fn hz_memset_impl = hz_memset_sse2;
+
+void *hz_memset_widest_raw(void *p, int c, size_t n) __attribute__((alias("hz_memset_avx512")));
 
 hz_memset_fn hz_memset_select(void)
 {

@@ -50,8 +50,8 @@ HZ_HIDDEN void *hz_memset_sse2(void *p, int c, size_t n);
 static void *fill_clzero(void *d, int c, size_t n)
 {
 	unsigned char *p = d, *end = p + n;
-	if (c != 0 || n < 128)
-		return c ? fill_stosb(d, c, n) : hz_memset_sse2(d, 0, n);
+	if ((unsigned char)c != 0 || n < 128)
+		return (unsigned char)c ? fill_stosb(d, c, n) : hz_memset_sse2(d, 0, n);
 	unsigned char *a = (unsigned char *)(((uintptr_t)p + 63) & ~(uintptr_t)63);
 	unsigned char *z = (unsigned char *)((uintptr_t)end & ~(uintptr_t)63);
 	hz_memset_sse2(p, 0, (size_t)(a - p));
