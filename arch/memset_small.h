@@ -90,27 +90,32 @@ HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)
 	}
 #endif
 	/* Stores from both ends: 2, 4 or 8 of them cover every size up to
-	 * 8 vectors; beyond, aligned blocks of 4 fill the middle. */
+	 * 8 vectors, one size test each, as few as glibc's; beyond, aligned
+	 * blocks of 4 fill the middle. */
 	uint8_t *end = p + n;
+	HZ_V v = (HZ_V){0} + b;
 	if (hz_likely(n <= 2 * HZ_VW)) {
-		HZ_V v = (HZ_V){0} + b;
 		*(HZ_VU *)p = v;
+		*(HZ_VU *)(end - HZ_VW) = v;
+		return d;
+	}
+	if (hz_likely(n <= 4 * HZ_VW)) {
+		*(HZ_VU *)p = v;
+		*(HZ_VU *)(p + HZ_VW) = v;
+		*(HZ_VU *)(end - 2 * HZ_VW) = v;
 		*(HZ_VU *)(end - HZ_VW) = v;
 		return d;
 	}
 	if (hz_unlikely(n > HZ_SMALL_MAX))
 		return HZ_FRONT_LARGE(d, c, n);
-	HZ_V v = (HZ_V){0} + b;
 	*(HZ_VU *)p = v;
-	*(HZ_VU *)(end - HZ_VW) = v;
 	*(HZ_VU *)(p + HZ_VW) = v;
-	*(HZ_VU *)(end - 2 * HZ_VW) = v;
-	if (n <= 4 * HZ_VW)
-		return d;
 	*(HZ_VU *)(p + 2 * HZ_VW) = v;
 	*(HZ_VU *)(p + 3 * HZ_VW) = v;
-	*(HZ_VU *)(end - 3 * HZ_VW) = v;
 	*(HZ_VU *)(end - 4 * HZ_VW) = v;
+	*(HZ_VU *)(end - 3 * HZ_VW) = v;
+	*(HZ_VU *)(end - 2 * HZ_VW) = v;
+	*(HZ_VU *)(end - HZ_VW) = v;
 	if (n <= 8 * HZ_VW)
 		return d;
 	uint8_t *a = (uint8_t *)((uintptr_t)(p + 4 * HZ_VW) & ~(uintptr_t)(HZ_VW - 1));
