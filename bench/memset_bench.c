@@ -24,6 +24,7 @@
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "../preload/options.h"
+#include "bench.h"
 
 #define MAXV (HZ_MAX_KERNELS + 2)
 
@@ -31,25 +32,6 @@ struct variant {
 	const char *name;
 	hz_fill_fn fn;
 };
-
-static double now_ns(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec * 1e9 + t.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof *v, cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* glibc's memset through a pointer the compiler cannot see through: every
  * variant, glibc's included, is called the same way, through a pointer. */
