@@ -1,0 +1,218 @@
+/* Page runs and per-page zero state of one hugepage chunk (chunk.h). */
+#include <errno.h>
+#include <string.h>
+
+#include "../include/hugezero.h"
+#include "chunk.h"
+
+/* ---- bitmaps over HZ_CHUNK_PAGES bits ---- */
+
+static int bit(const uint64_t *b, size_t i)
+{
+	return (int)((b[i >> 6] >> (i & 63)) & 1);
+}
+
+/* Sets (v = 1) or clears bits [i, j). */
+static void set_range(uint64_t *b, size_t i, size_t j, int v)
+{
+	while (i < j) {
+		size_t w = i >> 6, lo = i & 63;
+		size_t hi = (j - (i & ~(size_t)63)) < 64 ? j & 63 : 64;
+		uint64_t m = (hi == 64 ? ~0ull : ((1ull << hi) - 1)) & ~((1ull << lo) - 1);
+		b[w] = v ? b[w] | m : b[w] & ~m;
+		i = (w + 1) << 6;
+	}
+}
+
+/* The first index in [i, limit) whose bit is want, or limit. */
+static size_t next_bit(const uint64_t *b, size_t i, size_t limit, int want)
+{
+	while (i < limit) {
+		uint64_t w = want ? b[i >> 6] : ~b[i >> 6];
+		w &= ~0ull << (i & 63);
+		if (w) {
+			size_t k = (i & ~(size_t)63) + (size_t)__builtin_ctzll(w);
+			return k < limit ? k : limit;
+		}
+		i = (i | 63) + 1;
+	}
+	return limit;
+}
+
+static size_t page_of(const struct hz_chunk *c, const void *p)
+{
+	return (size_t)((const unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+}
+
+/* ---- chunk ---- */
+
+int hz_chunk_init(struct hz_chunk *c)
+{
+	memset(c, 0, sizeof *c);
+	c->base = hz_os_map(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE);
+	if (!c->base)
+		return -1;
+	/* THP may be unavailable (disabled for the process, or not built in):
+	 * the chunk then works on small pages. */
+	hz_os_hugepage(c->base, HZ_CHUNK_SIZE);
+	c->free_pages = HZ_CHUNK_PAGES;
+	return 0;
+}
+
+void hz_chunk_destroy(struct hz_chunk *c)
+{
+	hz_os_unmap(c->base, HZ_CHUNK_SIZE);
+	c->base = NULL;
+}
+
+void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
+{
+	if (npages == 0 || npages > c->free_pages)
+		return NULL;
+	size_t i = next_bit(c->used, 0, HZ_CHUNK_PAGES, 0);
+	while (i < HZ_CHUNK_PAGES) {
+		size_t j = next_bit(c->used, i, HZ_CHUNK_PAGES, 1);
+		if (j - i >= npages) {
+			set_range(c->used, i, i + npages, 1);
+			set_range(c->start, i, i + 1, 1);
+			c->npages[i] = (uint32_t)npages;
+			c->free_pages -= npages;
+			return c->base + (i << HZ_PAGE_SHIFT);
+		}
+		i = next_bit(c->used, j, HZ_CHUNK_PAGES, 0);
+	}
+	return NULL;
+}
+
+size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p)
+{
+	const unsigned char *q = p;
+	if (q < c->base || q >= c->base + HZ_CHUNK_SIZE || ((uintptr_t)q & (HZ_PAGE - 1)))
+		return 0;
+	size_t i = page_of(c, q);
+	return bit(c->start, i) ? c->npages[i] : 0;
+}
+
+size_t hz_chunk_free(struct hz_chunk *c, void *p)
+{
+	size_t n = hz_chunk_block_pages(c, p);
+	if (!n)
+		return 0;
+	size_t i = page_of(c, p);
+	set_range(c->start, i, i + 1, 0);
+	c->npages[i] = 0;
+	set_range(c->used, i, i + n, 0);
+	set_range(c->dirty, i, i + n, 1);
+	c->free_pages += n;
+	return n;
+}
+
+void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
+{
+	size_t n = hz_chunk_block_pages(c, p), i = page_of(c, p);
+	set_range(c->dirty, i, i + n, 1);
+}
+
+size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
+{
+	size_t n = hz_chunk_block_pages(c, p);
+	if (!n)
+		return 0;
+	size_t s = page_of(c, p), e = s + n, cleared = 0;
+	for (size_t i = next_bit(c->dirty, s, e, 1); i < e;) {
+		size_t j = next_bit(c->dirty, i, e, 0);
+		/* One kernel call per dirty run; the block's first page, the
+		 * one the program touches first, is cleared last. */
+		hz_clear_hinted(c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT, p);
+		set_range(c->dirty, i, j, 0);
+		cleared += j - i;
+		i = next_bit(c->dirty, j, e, 1);
+	}
+	return (n - cleared) << HZ_PAGE_SHIFT;
+}
+
+size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c)
+{
+	size_t k = 0;
+	for (size_t w = 0; w < HZ_CHUNK_WORDS; w++)
+		k += (size_t)__builtin_popcountll(c->dirty[w] & ~c->used[w]);
+	return k;
+}
+
+/* The batch being gathered: ranges in page indices, flushed when full
+ * (a chunk has 32 huge pages, so whole-block purges take one batch). */
+#define GATHER 128
+struct gather {
+	struct hz_chunk *c;
+	struct hz_range r[GATHER];
+	size_t lo[GATHER], hi[GATHER];
+	size_t n, bytes;
+	struct hz_release_result total;
+};
+
+static void flush(struct gather *g)
+{
+	if (!g->n)
+		return;
+	struct hz_release_result res;
+	hz_os_release_batch(g->r, g->n, &res);
+	g->total.ranges += res.ranges;
+	g->total.bytes += res.bytes;
+	g->total.syscalls += res.syscalls;
+	g->total.fallbacks |= res.fallbacks;
+	if (res.error) {
+		/* Which range failed is unknown: keep them all dirty. */
+		if (!g->total.error)
+			g->total.error = res.error;
+	} else {
+		for (size_t k = 0; k < g->n; k++)
+			set_range(g->c->dirty, g->lo[k], g->hi[k], 0);
+		g->bytes += res.bytes;
+	}
+	g->n = 0;
+}
+
+/* Adds pages [i, j), merged with the previous range when adjacent. */
+static void add(struct gather *g, size_t i, size_t j)
+{
+	if (g->n && g->hi[g->n - 1] == i) {
+		g->hi[g->n - 1] = j;
+		g->r[g->n - 1].len = (j - g->lo[g->n - 1]) << HZ_PAGE_SHIFT;
+		return;
+	}
+	if (g->n == GATHER)
+		flush(g);
+	g->lo[g->n] = i;
+	g->hi[g->n] = j;
+	g->r[g->n] = (struct hz_range){g->c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT};
+	g->n++;
+}
+
+size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result *res)
+{
+	struct gather g; /* 4 KiB */
+	g.c = c;
+	g.n = g.bytes = 0;
+	g.total = (struct hz_release_result){0};
+	for (size_t h = 0; h < HZ_CHUNK_PAGES; h += HZ_HUGE_PAGES) {
+		size_t e = h + HZ_HUGE_PAGES;
+		if (next_bit(c->dirty, h, e, 1) == e)
+			continue; /* nothing to release here */
+		if (next_bit(c->used, h, e, 1) == e) {
+			add(&g, h, e); /* a whole free huge page */
+			continue;
+		}
+		if (!partial)
+			continue; /* never split a huge page in use */
+		for (size_t i = next_bit(c->used, h, e, 0); i < e;) {
+			size_t j = next_bit(c->used, i, e, 1);
+			if (next_bit(c->dirty, i, j, 1) < j)
+				add(&g, i, j);
+			i = next_bit(c->used, j, e, 0);
+		}
+	}
+	flush(&g);
+	if (res)
+		*res = g.total;
+	return g.bytes;
+}

@@ -1,0 +1,72 @@
+/* allocator/chunk.h: page runs inside one hugepage chunk, and what each
+ * page holds. A chunk is HZ_CHUNK_SIZE bytes of address space, aligned to
+ * its size, asked for transparent huge pages. It hands out runs of pages
+ * first-fit, coalesces them when freed, and knows for every page whether
+ * it is known to read as zero (fresh from mmap, or released with
+ * MADV_DONTNEED) or dirty; calloc clears only the dirty runs of a block,
+ * and a purge releases only whole 2 MiB blocks of free pages, never
+ * splitting a huge page.
+ *
+ * Not thread-safe: the caller holds the chunk's arena lock. */
+#ifndef HZ_CHUNK_H
+#define HZ_CHUNK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "prim.h"
+
+#define HZ_CHUNK_SHIFT 26 /* 64 MiB */
+#define HZ_CHUNK_SIZE ((size_t)1 << HZ_CHUNK_SHIFT)
+#define HZ_PAGE_SHIFT 12
+#define HZ_PAGE ((size_t)1 << HZ_PAGE_SHIFT)
+#define HZ_CHUNK_PAGES (HZ_CHUNK_SIZE >> HZ_PAGE_SHIFT)
+#define HZ_HUGE_PAGES (HZ_HUGE_SIZE >> HZ_PAGE_SHIFT)
+#define HZ_CHUNK_WORDS (HZ_CHUNK_PAGES / 64)
+
+struct hz_chunk {
+	unsigned char *base;              /* HZ_CHUNK_SIZE bytes, aligned */
+	size_t free_pages;
+	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
+	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
+	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
+	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
+};
+
+/* Maps a chunk's memory (fresh: every page known zero) and initialises c.
+ * Returns 0, or -1 with errno ENOMEM. */
+int hz_chunk_init(struct hz_chunk *c);
+/* Unmaps the chunk's memory. */
+void hz_chunk_destroy(struct hz_chunk *c);
+
+/* A run of npages (> 0) pages, first fit; NULL when no free run is long
+ * enough. The pages keep their zero/dirty state until the caller clears
+ * or writes them. */
+void *hz_chunk_alloc(struct hz_chunk *c, size_t npages);
+/* The length in pages of the live block starting at p, or 0 when p is not
+ * the start of a live block of this chunk (a foreign pointer, or one freed
+ * already). */
+size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p);
+/* Frees the live block at p (hz_chunk_block_pages(c, p) != 0): its pages
+ * become free and dirty. Returns its length in pages. */
+size_t hz_chunk_free(struct hz_chunk *c, void *p);
+
+/* Zeroes the dirty runs of the live block at p, each with one hinted clear
+ * whose hint is the block's first page, and marks them known zero. Returns
+ * the bytes it did not have to clear. */
+size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p);
+/* Marks the pages of the live block at p dirty (the caller wrote them or
+ * will: a block handed out is dirty from then on). */
+void hz_chunk_mark_dirty(struct hz_chunk *c, void *p);
+
+/* Gathers the whole 2 MiB blocks of free, dirty pages into r (at most
+ * max ranges, adjacent blocks merged into one range), releases them in one
+ * batch and marks them known zero. With partial set it also releases the
+ * free dirty pages outside whole blocks (malloc_trim). Returns the bytes
+ * released; *res, if not NULL, receives what the batch did. */
+size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result *res);
+
+/* Pages of the chunk that are free and dirty (what a purge could release). */
+size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c);
+
+#endif

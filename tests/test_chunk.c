@@ -1,0 +1,152 @@
+/* One hugepage chunk: page runs, the known-zero state calloc relies on,
+ * and purges that release only whole free 2 MiB blocks. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../allocator/chunk.h"
+#include "fillcheck.h"
+
+static struct hz_chunk *new_chunk(void)
+{
+	struct hz_chunk *c = malloc(sizeof *c);
+	cr_assert_not_null(c);
+	cr_assert_eq(hz_chunk_init(c), 0);
+	cr_assert_eq((uintptr_t)c->base % HZ_CHUNK_SIZE, 0);
+	return c;
+}
+
+static void done(struct hz_chunk *c)
+{
+	hz_chunk_destroy(c);
+	free(c);
+}
+
+Test(chunk, runs_coalesce_and_bad_pointers)
+{
+	struct hz_chunk *c = new_chunk();
+	unsigned char *a = hz_chunk_alloc(c, 10), *b = hz_chunk_alloc(c, 20), *d = hz_chunk_alloc(c, 5);
+	cr_assert(a && b && d);
+	cr_assert_eq(b, a + 10 * HZ_PAGE, "first fit");
+	cr_assert_eq(d, b + 20 * HZ_PAGE);
+	cr_assert_eq(hz_chunk_block_pages(c, b), 20);
+	cr_assert_eq(hz_chunk_block_pages(c, b + HZ_PAGE), 0, "interior pointer");
+	cr_assert_eq(hz_chunk_block_pages(c, b + 1), 0, "unaligned pointer");
+	cr_assert_eq(hz_chunk_block_pages(c, c->base + HZ_CHUNK_SIZE), 0, "past the chunk");
+	cr_assert_eq(hz_chunk_block_pages(c, (unsigned char *)c->base - HZ_PAGE), 0, "before it");
+	cr_assert_eq(hz_chunk_free(c, a), 10);
+	cr_assert_eq(hz_chunk_free(c, a), 0, "double free must be refused");
+	cr_assert_eq(hz_chunk_free(c, b), 20);
+	/* a and b coalesced: 30 pages fit before d. */
+	cr_assert_eq(hz_chunk_alloc(c, 30), a);
+	cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - 35);
+	cr_assert_null(hz_chunk_alloc(c, HZ_CHUNK_PAGES), "larger than what is free");
+	cr_assert_null(hz_chunk_alloc(c, 0));
+	done(c);
+}
+
+Test(chunk, calloc_clears_only_dirty_pages)
+{
+	struct hz_chunk *c = new_chunk();
+	size_t bad;
+	/* Fresh pages: nothing to clear. */
+	unsigned char *a = hz_chunk_alloc(c, 8);
+	cr_assert_eq(hz_chunk_calloc_clear(c, a), 8 * HZ_PAGE);
+	cr_assert(all_bytes(a, 8 * HZ_PAGE, 0, &bad));
+	hz_chunk_mark_dirty(c, a);
+	memset(a, 0x5C, 8 * HZ_PAGE);
+	cr_assert_eq(hz_chunk_free(c, a), 8);
+	/* 12 pages over the 8 dirty ones and 4 fresh: only 8 are cleared. */
+	unsigned char *b = hz_chunk_alloc(c, 12);
+	cr_assert_eq(b, a);
+	cr_assert_eq(hz_chunk_calloc_clear(c, b), 4 * HZ_PAGE);
+	cr_assert(all_bytes(b, 12 * HZ_PAGE, 0, &bad), "byte %zu not zero", bad);
+	/* Blocks carved out of a dirty run are cleared whole. */
+	hz_chunk_mark_dirty(c, b);
+	memset(b, 0x11, 12 * HZ_PAGE);
+	hz_chunk_free(c, b);
+	unsigned char *x = hz_chunk_alloc(c, 3), *y = hz_chunk_alloc(c, 4);
+	cr_assert_eq(hz_chunk_calloc_clear(c, x), 0);
+	cr_assert_eq(hz_chunk_calloc_clear(c, y), 0);
+	cr_assert(all_bytes(x, 3 * HZ_PAGE, 0, &bad));
+	cr_assert(all_bytes(y, 4 * HZ_PAGE, 0, &bad));
+	cr_assert_eq(hz_chunk_calloc_clear(c, y), 4 * HZ_PAGE, "cleared pages stay known zero");
+	done(c);
+}
+
+Test(chunk, purge_releases_whole_free_huge_pages_only)
+{
+	struct hz_chunk *c = new_chunk();
+	size_t hp = HZ_HUGE_PAGES, bad;
+	/* Three huge pages' worth, dirtied; then free all but one page of
+	 * the third: huge pages 0 and 1 are free and dirty, 2 is in use. */
+	unsigned char *a = hz_chunk_alloc(c, 2 * hp), *b = hz_chunk_alloc(c, hp - 1);
+	unsigned char *keep = hz_chunk_alloc(c, 1);
+	cr_assert(a && b && keep);
+	hz_chunk_mark_dirty(c, a);
+	hz_chunk_mark_dirty(c, b);
+	hz_chunk_mark_dirty(c, keep);
+	memset(a, 0x77, (3 * hp) << HZ_PAGE_SHIFT);
+	hz_chunk_free(c, a);
+	hz_chunk_free(c, b);
+	cr_assert_eq(hz_chunk_dirty_free_pages(c), 3 * hp - 1);
+
+	struct hz_release_result res;
+	size_t released = hz_chunk_purge(c, 0, &res);
+	cr_assert_eq(released, 2 * HZ_HUGE_SIZE, "released %zu", released);
+	cr_assert_eq(res.ranges, 1, "adjacent huge pages go as one range");
+	cr_assert_eq(res.error, 0);
+	cr_assert(all_bytes(a, 2 * HZ_HUGE_SIZE, 0, &bad), "released memory reads zero");
+	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0x77, &bad),
+		  "a huge page in use was split");
+	cr_assert_eq(keep[0], 0x77);
+	cr_assert_eq(hz_chunk_dirty_free_pages(c), hp - 1);
+	cr_assert_eq(hz_chunk_purge(c, 0, NULL), 0, "nothing whole is left");
+
+	/* Released pages are known zero: calloc over them clears nothing. */
+	unsigned char *z = hz_chunk_alloc(c, 2 * hp);
+	cr_assert_eq(z, a);
+	cr_assert_eq(hz_chunk_calloc_clear(c, z), 2 * HZ_HUGE_SIZE);
+
+	/* malloc_trim: the partial edge goes too. */
+	cr_assert_eq(hz_chunk_purge(c, 1, &res), (hp - 1) << HZ_PAGE_SHIFT);
+	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0, &bad));
+	cr_assert_eq(keep[0], 0x77, "a live page was released");
+	cr_assert_eq(hz_chunk_dirty_free_pages(c), 0);
+	done(c);
+}
+
+/* Random allocate/free against a shadow: blocks never overlap, free page
+ * counts add up, every live block is reported with its length. */
+Test(chunk, random_against_shadow)
+{
+	struct hz_chunk *c = new_chunk();
+	enum { MAXB = 400 };
+	unsigned char *blk[MAXB];
+	size_t len[MAXB], live = 0, used = 0;
+	srand(42);
+	for (int step = 0; step < 20000; step++) {
+		if (live && (rand() % 2 || live == MAXB)) {
+			size_t k = (size_t)rand() % live;
+			cr_assert_eq(hz_chunk_free(c, blk[k]), len[k]);
+			used -= len[k];
+			blk[k] = blk[--live];
+			len[k] = len[live];
+		} else {
+			size_t n = 1 + (size_t)rand() % (rand() % 8 ? 64 : 2048);
+			unsigned char *p = hz_chunk_alloc(c, n);
+			if (!p)
+				continue;
+			for (size_t k = 0; k < live; k++)
+				cr_assert(p + n * HZ_PAGE <= blk[k] || blk[k] + len[k] * HZ_PAGE <= p,
+					  "step %d: overlap", step);
+			blk[live] = p;
+			len[live++] = n;
+			used += n;
+		}
+		cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
+	}
+	for (size_t k = 0; k < live; k++)
+		cr_assert_eq(hz_chunk_block_pages(c, blk[k]), len[k]);
+	done(c);
+}
