@@ -120,6 +120,7 @@ struct hz_policy_cfg {
 	const char *small;       /* kernel for tier 0, or NULL */
 	const char *medium;      /* kernel for tier 1, or NULL */
 	const char *large;       /* kernel for tier 2, or NULL */
+	const char *near;        /* kernel of hinted clears' neighbourhood, or NULL */
 };
 
 HZ_HIDDEN extern struct hz_policy hz_policy;

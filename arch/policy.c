@@ -82,6 +82,13 @@ int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 	 * beat string stores at that size and leave the lines in cache. */
 	pol->near = (uint8_t)best(HZ_K_TIER0, 1, 1, clz);
 
+	if (cfg->near && *cfg->near) {
+		int k = hz_kernel_find(cfg->near);
+		if (k < 0 || (hz_kernels[k].flags & HZ_K_STREAMING))
+			bad++; /* the neighbourhood must stay in cache */
+		else
+			pol->near = (uint8_t)k;
+	}
 	override(pol, 0, cfg->small, &bad);
 	override(pol, 1, cfg->medium, &bad);
 	override(pol, 2, cfg->large, &bad);

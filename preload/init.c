@@ -26,6 +26,15 @@ static void print_policy(void)
 			 hz_cpu.cpuid.size[l] >> 10);
 		hz_log(line, "", "");
 	}
+	hz_memset_fn fns[8];
+	const char *names[8];
+	unsigned nf = hz_memset_variants(fns, names, 8);
+	for (unsigned i = 0; i < nf; i++)
+		if (fns[i] == hz_memset_impl)
+			hz_log("memset front end ", names[i], " up to 16 KiB");
+	snprintf(line, sizeof line, "hinted clears: neighbourhood by %s",
+		 hz_kernels[hz_policy.near].name);
+	hz_log(line, "", "");
 	for (int t = 0; t < HZ_TIERS; t++) {
 		snprintf(line, sizeof line, "tier %d below %zu: fill %s, zero %s", t,
 			 hz_policy.upto[t], hz_kernels[hz_policy.fill[t]].name,
@@ -46,10 +55,6 @@ void hz_init(void)
 		hz_page_size = ps;
 
 	hz_cpu_detect(&hz_cpu);
-	hz_memset_fn front = hz_memset_select();
-	__atomic_store_n(&hz_memset_impl, front, __ATOMIC_RELAXED);
-	if (front == hz_memset_widest_raw)
-		__atomic_store_n(&hz_memset_widest_ok, 1, __ATOMIC_RELAXED);
 	hz_cache_read_sysfs("/sys/devices/system/cpu/cpu0/cache", &hz_cpu.sysfs);
 	hz_cache_reconcile(&hz_cpu);
 
@@ -72,7 +77,25 @@ void hz_init(void)
 		.small = o[HZ_OPT_KERNEL_SMALL].str,
 		.medium = o[HZ_OPT_KERNEL_MEDIUM].str,
 		.large = o[HZ_OPT_KERNEL_LARGE].str,
+		.near = o[HZ_OPT_KERNEL_NEAR].str,
 	};
+	/* The front end: the widest this CPU runs, or the one named. */
+	hz_memset_fn front = hz_memset_select();
+	if (o[HZ_OPT_FRONT].str) {
+		hz_memset_fn fns[8];
+		const char *names[8];
+		unsigned nf = hz_memset_variants(fns, names, 8), i = 0;
+		while (i < nf && strcmp(names[i], o[HZ_OPT_FRONT].str))
+			i++;
+		if (i < nf)
+			front = fns[i];
+		else
+			hz_log("ignoring HUGEZERO_FRONT: unknown or unsupported on this CPU: ",
+			       o[HZ_OPT_FRONT].str, "");
+	}
+	__atomic_store_n(&hz_memset_impl, front, __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_memset_widest_ok, front == hz_memset_widest_raw, __ATOMIC_RELAXED);
+
 	struct hz_policy pol;
 	if (hz_policy_build(&pol, &hz_cpu, &cfg))
 		hz_log("ignoring a kernel name that is unknown or unsupported on this CPU", "", "");

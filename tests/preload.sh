@@ -64,6 +64,14 @@ if sys.argv[1:] == ["report"] and hasattr(lib, "hz_stat"):
         print("kernel %s for fill %#x wrote %d bytes" % (name, c, v.value), file=sys.stderr)
 PY
 same "python3 ctypes.memset and buffers" python3 "$work/t.py"
+same "python3 on the SSE2 front end, neighbourhood by the C kernel" \
+	env HUGEZERO_FRONT=front_sse2 HUGEZERO_KERNEL_NEAR=c python3 "$work/t.py"
+v=$(HUGEZERO_VERBOSE=1 HUGEZERO_FRONT=front_sse2 HUGEZERO_KERNEL_NEAR=c LD_PRELOAD=$lib /bin/true 2>&1)
+if echo "$v" | grep -q "memset front end front_sse2" && echo "$v" | grep -q "neighbourhood by c$"; then
+	ok "HUGEZERO_FRONT and HUGEZERO_KERNEL_NEAR take effect"
+else
+	bad "HUGEZERO_FRONT / HUGEZERO_KERNEL_NEAR: $v"
+fi
 # Each of the two large kernels wrote at least the 48 MiB fill.
 LD_PRELOAD=$lib python3 "$work/t.py" report >/dev/null 2>"$work/hz.err"
 if [ "$(grep -cE '^kernel [a-z0-9_]+ for fill 0x?[0-9a-f]* wrote ([5-9][0-9]{7}|[0-9]{9,}) bytes$' "$work/hz.err")" = 2 ]; then

@@ -141,6 +141,18 @@ Test(policy, overrides)
 		cr_assert_eq(p.fill[t], 0);
 		cr_assert_eq(p.zero[t], 0);
 	}
+	/* The neighbourhood of a hinted clear may be named, but never a
+	 * streaming kernel: its point is to stay in cache. */
+	struct hz_policy_cfg n = {.use_streaming = -1, .use_clzero = -1, .near = "c"};
+	cr_assert_eq(hz_policy_build(&p, &hz_cpu, &n), 0);
+	cr_assert_eq(p.near, 0);
+	for (unsigned k = 0; k < hz_nkernels; k++) {
+		if (!(hz_kernels[k].flags & HZ_K_STREAMING) || !hz_kernel_usable(k))
+			continue;
+		n.near = hz_kernels[k].name;
+		cr_assert_eq(hz_policy_build(&p, &hz_cpu, &n), 1, "%s accepted", n.near);
+		cr_assert_not(hz_kernels[p.near].flags & HZ_K_STREAMING);
+	}
 	/* Thresholds in the wrong order are repaired, not trusted. */
 	struct hz_policy_cfg w = {.use_streaming = -1, .use_clzero = -1,
 				  .medium_threshold = 1 << 20, .nt_threshold = 4096};
