@@ -49,6 +49,10 @@ static size_t page_of(const struct hz_chunk *c, const void *p)
 int hz_chunk_init(struct hz_chunk *c)
 {
 	memset(c, 0, sizeof *c);
+	if (hz_page_size != HZ_PAGE) {
+		errno = ENOMEM; /* another page size: chunks do not apply */
+		return -1;
+	}
 	c->base = hz_os_map(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE);
 	if (!c->base)
 		return -1;
@@ -119,14 +123,21 @@ size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
 	if (!n)
 		return 0;
 	size_t s = page_of(c, p), e = s + n, cleared = 0;
-	for (size_t i = next_bit(c->dirty, s, e, 1); i < e;) {
+	/* The run holding the block's first page (the one the program
+	 * touches first) is cleared last, by a hinted clear that clears that
+	 * page last within it; the other runs first, one kernel call each. */
+	size_t first_end = bit(c->dirty, s) ? next_bit(c->dirty, s, e, 0) : s;
+	for (size_t i = next_bit(c->dirty, first_end, e, 1); i < e;) {
 		size_t j = next_bit(c->dirty, i, e, 0);
-		/* One kernel call per dirty run; the block's first page, the
-		 * one the program touches first, is cleared last. */
-		hz_clear_hinted(c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT, p);
+		hz_clear(c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT);
 		set_range(c->dirty, i, j, 0);
 		cleared += j - i;
 		i = next_bit(c->dirty, j, e, 1);
+	}
+	if (first_end > s) {
+		hz_clear_hinted(p, (first_end - s) << HZ_PAGE_SHIFT, p);
+		set_range(c->dirty, s, first_end, 0);
+		cleared += first_end - s;
 	}
 	return (n - cleared) << HZ_PAGE_SHIFT;
 }

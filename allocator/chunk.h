@@ -16,6 +16,8 @@
 
 #include "prim.h"
 
+/* 4 KiB pages and 2 MiB huge pages (x86-64, and arm64 with 4 KiB pages);
+ * the allocator checks hz_page_size against HZ_PAGE before using chunks. */
 #define HZ_CHUNK_SHIFT 26 /* 64 MiB */
 #define HZ_CHUNK_SIZE ((size_t)1 << HZ_CHUNK_SHIFT)
 #define HZ_PAGE_SHIFT 12
@@ -51,9 +53,10 @@ size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p);
  * become free and dirty. Returns its length in pages. */
 size_t hz_chunk_free(struct hz_chunk *c, void *p);
 
-/* Zeroes the dirty runs of the live block at p, each with one hinted clear
- * whose hint is the block's first page, and marks them known zero. Returns
- * the bytes it did not have to clear. */
+/* Zeroes the dirty runs of the live block at p, one kernel call each, the
+ * run holding the block's first page last, by a hinted clear whose hint is
+ * that page; marks them known zero. Returns the bytes it did not have to
+ * clear. */
 size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p);
 /* Marks the pages of the live block at p dirty (the caller wrote them or
  * will: a block handed out is dirty from then on). */

@@ -14,7 +14,8 @@
 
 /* Maps size bytes (a multiple of the page size) of fresh, zeroed,
  * read-write anonymous memory aligned to align (a power of two, at least
- * the page size). Returns NULL with errno set (ENOMEM) on failure. */
+ * the page size). Returns NULL with errno ENOMEM on failure (EINVAL for a
+ * bad alignment). */
 HZ_HIDDEN void *hz_os_map(size_t size, size_t align);
 /* Maps size bytes backed by hugetlb pages of HZ_HUGE_SIZE; NULL when none
  * are available (the caller falls back and counts it). */
@@ -49,10 +50,14 @@ struct hz_release_result {
 
 /* Releases n ranges with MADV_DONTNEED in as few syscalls as the kernel
  * allows: process_madvise(pidfd of this process, iov of at most
- * HZ_RELEASE_BATCH ranges) per batch. When the kernel or a seccomp filter refuses process_madvise
- * (ENOSYS, EINVAL, EPERM, EBADF) it releases range by range with madvise,
- * remembers that for the life of the process, and says so in the result.
- * Safe after fork: the pidfd is reopened in the child. */
+ * HZ_RELEASE_BATCH ranges) per batch (Linux 6.13 and later take
+ * MADV_DONTNEED there). When process_madvise is refused before it ever
+ * worked (ENOSYS, EINVAL, EPERM, EBADF: an older kernel or a seccomp
+ * filter) it releases range by range with madvise, remembers that for the
+ * life of the process, and says so in the result. What a batch leaves
+ * undone is released range by range. out->error is 0 only when every
+ * range was released. Safe after fork: the child opens its own pidfd.
+ * errno is left as it was. */
 HZ_HIDDEN void hz_os_release_batch(const struct hz_range *r, size_t n,
 				   struct hz_release_result *out);
 /* Whether batched release works here: 1 yes, 0 it fell back, -1 unknown. */

@@ -17,10 +17,13 @@ static long sys6(long nr, long a, long b, long c, long d, long e, long f)
 	return syscall(nr, a, b, c, d, e, f);
 }
 
-/* syscall() returns -1 and sets errno; turn that into -errno. */
-static long ret(long r)
+/* syscall() returns -1 and sets errno; turn that into -errno and leave
+ * errno as it was (the allocator's callers must not see it change). */
+static long ret(long r, int saved)
 {
-	return r == -1 ? -errno : r;
+	long e = r == -1 ? -errno : r;
+	errno = saved;
+	return e;
 }
 
 static void *map_raw(size_t size, int flags)
@@ -32,6 +35,10 @@ static void *map_raw(size_t size, int flags)
 
 void *hz_os_map(size_t size, size_t align)
 {
+	if ((align & (align - 1)) || align < hz_page_size) {
+		errno = EINVAL;
+		return NULL;
+	}
 	if (size == 0 || size > SIZE_MAX - align) {
 		errno = ENOMEM;
 		return NULL;
@@ -61,17 +68,20 @@ void *hz_os_map_hugetlb(size_t size)
 
 int hz_os_unmap(void *p, size_t size)
 {
-	return (int)ret(syscall(SYS_munmap, p, size));
+	int saved = errno;
+	return (int)ret(syscall(SYS_munmap, p, size), saved);
 }
 
 int hz_os_hugepage(void *p, size_t size)
 {
-	return (int)ret(syscall(SYS_madvise, p, size, MADV_HUGEPAGE));
+	int saved = errno;
+	return (int)ret(syscall(SYS_madvise, p, size, MADV_HUGEPAGE), saved);
 }
 
 int hz_os_dontneed(void *p, size_t size)
 {
-	return (int)ret(syscall(SYS_madvise, p, size, MADV_DONTNEED));
+	int saved = errno;
+	return (int)ret(syscall(SYS_madvise, p, size, MADV_DONTNEED), saved);
 }
 
 void *hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst)
@@ -81,11 +91,12 @@ void *hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst)
 	return r == -1 ? NULL : (void *)r;
 }
 
-/* Batched release state: the pidfd and the pid it belongs to (a forked
- * child must not advise its parent), and whether process_madvise works. */
-static int batch_fd = -1;
-static long batch_pid;
-static int batch_state = -1; /* -1 unknown, 1 works, 0 refused */
+/* Batched release state: the pidfd and the pid it was opened for, packed
+ * in one word so a thread never pairs one process's pid with another's fd
+ * (a forked child must not advise its parent); and whether
+ * process_madvise works here. */
+static uint64_t batch_fd_pid; /* pid << 32 | fd, 0 when none */
+static int batch_state = -1;  /* -1 unknown, 1 works, 0 refused */
 
 int hz_os_batch_state(void)
 {
@@ -97,82 +108,95 @@ void hz_os_batch_reset(void)
 	__atomic_store_n(&batch_state, -1, __ATOMIC_RELAXED);
 }
 
-/* The pidfd of this process, opened once per process; -errno on failure. */
-static int self_pidfd(void)
+/* The pidfd of this process, opened once per process (again when stale is
+ * the fd found unusable); -errno on failure. */
+static int self_pidfd(int stale)
 {
-	long pid = syscall(SYS_getpid);
-	int fd = __atomic_load_n(&batch_fd, __ATOMIC_ACQUIRE);
-	if (fd >= 0 && __atomic_load_n(&batch_pid, __ATOMIC_RELAXED) == pid)
-		return fd;
-	long nfd = syscall(SYS_pidfd_open, pid, 0);
-	if (nfd < 0)
+	uint64_t pid = (uint64_t)syscall(SYS_getpid);
+	uint64_t cur = __atomic_load_n(&batch_fd_pid, __ATOMIC_ACQUIRE);
+	if (cur && (cur >> 32) == pid && (int)(uint32_t)cur != stale)
+		return (int)(uint32_t)cur;
+	long fd = syscall(SYS_pidfd_open, (long)pid, 0);
+	if (fd < 0)
 		return -errno;
-	int old = fd;
-	if (__atomic_compare_exchange_n(&batch_fd, &old, (int)nfd, 0, __ATOMIC_ACQ_REL,
-					__ATOMIC_ACQUIRE)) {
-		/* A stale fd inherited over fork stays open: closing it could
-		 * race with a thread still using it, and it is one fd. */
-		__atomic_store_n(&batch_pid, pid, __ATOMIC_RELAXED);
-		return (int)nfd;
-	}
-	syscall(SYS_close, nfd); /* another thread won; use its fd */
-	return old;
+	uint64_t mine = pid << 32 | (uint32_t)fd;
+	if (__atomic_compare_exchange_n(&batch_fd_pid, &cur, mine, 0, __ATOMIC_ACQ_REL,
+					__ATOMIC_ACQUIRE))
+		return (int)fd; /* a stale fd stays open: another thread may use it */
+	syscall(SYS_close, fd); /* another thread won; use its fd if it is ours */
+	return (cur >> 32) == pid ? (int)(uint32_t)cur : -EAGAIN;
 }
 
-static int refused(int err)
+/* One process_madvise of ranges r[0..k); returns how many whole ranges it
+ * released (their bytes added to *bytes), or -errno. */
+static long advise_batch(int fd, const struct hz_range *r, size_t k, size_t *bytes)
 {
-	return err == ENOSYS || err == EINVAL || err == EPERM || err == EBADF;
+	struct iovec iov[HZ_RELEASE_BATCH];
+	for (size_t j = 0; j < k; j++)
+		iov[j] = (struct iovec){r[j].p, r[j].len};
+	long done = syscall(SYS_process_madvise, fd, iov, k, MADV_DONTNEED, 0);
+	if (done < 0)
+		return -errno;
+	/* The kernel stops at the first range it cannot advise: count only
+	 * the whole ranges before it. */
+	size_t j = 0, sum = 0;
+	while (j < k && sum + r[j].len <= (size_t)done)
+		sum += r[j++].len;
+	*bytes += sum;
+	return (long)j;
 }
 
 void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_result *out)
 {
+	int saved = errno; /* a release inside free must not change errno */
 	*out = (struct hz_release_result){0};
 	size_t i = 0;
-	if (hz_os_batch_state() != 0) {
-		struct iovec iov[HZ_RELEASE_BATCH];
-		int fd = self_pidfd();
+	int state = hz_os_batch_state();
+	if (state != 0) {
+		int fd = self_pidfd(-1), retried = 0;
 		while (fd >= 0 && i < n) {
-			size_t k = 0, bytes = 0;
-			for (; k < HZ_RELEASE_BATCH && i + k < n; k++) {
-				iov[k].iov_base = r[i + k].p;
-				iov[k].iov_len = r[i + k].len;
-				bytes += r[i + k].len;
-			}
-			long done = syscall(SYS_process_madvise, fd, iov, k, MADV_DONTNEED, 0);
+			size_t k = n - i < HZ_RELEASE_BATCH ? n - i : HZ_RELEASE_BATCH;
+			long got = advise_batch(fd, r + i, k, &out->bytes);
 			out->syscalls++;
-			if (done < 0) {
-				if (refused(errno))
-					break;
-				out->error = errno;
-				return;
+			if (got == -EBADF && !retried) {
+				/* The program closed our fd (daemons close them all). */
+				fd = self_pidfd(fd);
+				retried = 1;
+				continue;
 			}
-			__atomic_store_n(&batch_state, 1, __ATOMIC_RELAXED);
-			out->ranges += k;
-			out->bytes += (size_t)done;
-			i += k;
-			if ((size_t)done != bytes) { /* partial: finish one by one */
-				out->error = EAGAIN;
+			if (got < 0) {
+				/* Refused before it ever worked: old kernel (EINVAL,
+				 * ENOSYS) or a filter (EPERM). Otherwise this batch
+				 * goes range by range, and batching stays on. */
+				if (state != 1 && (got == -ENOSYS || got == -EINVAL || got == -EPERM ||
+						   got == -EBADF)) {
+					__atomic_store_n(&batch_state, 0, __ATOMIC_RELAXED);
+					out->fallbacks = 1;
+				}
 				break;
 			}
-		}
-		if (i < n && !out->error) {
-			__atomic_store_n(&batch_state, 0, __ATOMIC_RELAXED);
-			out->fallbacks = 1;
+			__atomic_store_n(&batch_state, 1, __ATOMIC_RELAXED);
+			state = 1;
+			out->ranges += (size_t)got;
+			i += (size_t)got;
+			if ((size_t)got < k)
+				break; /* the rest of it, range by range */
 		}
 	} else {
 		out->fallbacks = 1;
 	}
-	/* Range by range: after a refusal, and for what a partial batch left. */
+	/* Range by range: after a refusal, and what a batch left undone. A
+	 * failed range sets error: the caller must not count any as zero. */
 	for (; i < n; i++) {
 		int e = hz_os_dontneed(r[i].p, r[i].len);
 		out->syscalls++;
 		if (e) {
-			out->error = -e;
+			if (!out->error)
+				out->error = -e;
 			continue;
 		}
 		out->ranges++;
 		out->bytes += r[i].len;
 	}
-	if (out->error == EAGAIN)
-		out->error = 0;
+	errno = saved;
 }

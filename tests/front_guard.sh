@@ -8,6 +8,10 @@ set -u
 body=$(objdump -d --no-show-raw-insn "$1" | awk '/<memset>:$/ { on = 1; next } on && /^$/ { exit } on')
 if [ -z "$body" ]; then echo "FAIL - no memset in $1"; echo "0 passed, 1 failed"; exit 1; fi
 before=$(echo "$body" | awk '/\tj[a-z]+ / { exit } { print }')
+if ! echo "$before" | grep -q 'hz_memset_widest_ok'; then
+	echo "FAIL - memset does not test its flag before its first branch:"; echo "$before"
+	echo "0 passed, 1 failed"; exit 1
+fi
 if echo "$before" | grep -qE '%[yz]mm|%k[0-7]|bzhi|kmov'; then
 	echo "FAIL - wide instruction before the guard:"; echo "$before"
 	echo "0 passed, 1 failed"; exit 1

@@ -70,6 +70,33 @@ Test(prim, release_batch_zeroes_in_few_syscalls)
 	hz_os_unmap(p, NB * HZ_HUGE_SIZE);
 }
 
+/* A batch the kernel completes only in part (a range in the middle is not
+ * mapped): the rest is released range by range, the failure reported, so
+ * that no caller counts the pages as zero. errno is left alone. */
+Test(prim, release_partial_batch_reports_failure)
+{
+	size_t ps = hz_page_size;
+	unsigned char *p = hz_os_map(3 * ps, ps);
+	cr_assert_not_null(p);
+	memset(p, 0xAB, 3 * ps);
+	cr_assert_eq(hz_os_unmap(p + ps, ps), 0);
+	struct hz_range r[3] = {{p, ps}, {p + ps, ps}, {p + 2 * ps, ps}};
+	struct hz_release_result res;
+	errno = 12345;
+	hz_os_release_batch(r, 3, &res);
+	cr_assert_eq(errno, 12345, "errno changed to %d", errno);
+	cr_assert_neq(res.error, 0, "a range failed and was not reported");
+	cr_assert_eq(res.ranges, 2);
+	cr_assert_eq(res.bytes, 2 * ps);
+	cr_assert_eq(p[0], 0);
+	cr_assert_eq(p[2 * ps], 0, "the range after the failed one was not released");
+	hz_os_unmap(p, ps);
+	hz_os_unmap(p + 2 * ps, ps);
+	errno = 0;
+	cr_assert_null(hz_os_map(ps, 3 * ps), "alignment not a power of two");
+	cr_assert_eq(errno, EINVAL);
+}
+
 /* A seccomp filter that refuses process_madvise with errno e. */
 static void refuse_process_madvise(int e)
 {
