@@ -29,6 +29,7 @@
 struct hz_chunk {
 	unsigned char *base;              /* HZ_CHUNK_SIZE bytes, aligned */
 	size_t free_pages;
+	unsigned owner;                   /* the arena it belongs to (large.c) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */

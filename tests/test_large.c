@@ -1,0 +1,118 @@
+/* Large blocks across arenas and threads: ownership in O(1), refusals of
+ * foreign and double frees, calloc's zeros after dirty frees. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../allocator/large.h"
+#include "fillcheck.h"
+
+Test(large, sizes_ownership_and_bad_pointers)
+{
+	size_t sizes[] = {1, 4095, 4096, 4097, 100000, (size_t)3 << 20, HZ_LARGE_MAX};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		unsigned char *p = hz_large_alloc(sizes[i], 0);
+		cr_assert_not_null(p, "size %zu", sizes[i]);
+		cr_assert_eq((uintptr_t)p % HZ_PAGE, 0);
+		size_t u = hz_large_usable(p);
+		cr_assert(u >= sizes[i] && u - sizes[i] < HZ_PAGE, "size %zu usable %zu", sizes[i], u);
+		memset(p, 0x3C, u);
+		cr_assert_eq(hz_large_usable(p + HZ_PAGE * (u > HZ_PAGE)), u > HZ_PAGE ? 0 : u);
+		cr_assert_eq(hz_large_free(p), 0);
+		cr_assert_eq(hz_large_free(p), -1, "double free of %zu bytes accepted", sizes[i]);
+		cr_assert_eq(hz_large_usable(p), 0);
+	}
+	int local;
+	void *heap = malloc(64);
+	cr_assert_null(hz_large_chunk(&local));
+	cr_assert_null(hz_large_chunk(heap));
+	cr_assert_eq(hz_large_free(&local), -1);
+	cr_assert_eq(hz_large_free(heap), -1);
+	cr_assert_null(hz_large_chunk((void *)~(uintptr_t)0));
+	free(heap);
+	errno = 0;
+	cr_assert_null(hz_large_alloc(0, 0));
+	cr_assert_eq(errno, ENOMEM);
+	errno = 0;
+	cr_assert_null(hz_large_alloc(HZ_LARGE_MAX + 1, 0));
+	cr_assert_eq(errno, ENOMEM);
+}
+
+Test(large, calloc_zero_after_dirty_frees_and_trim)
+{
+	struct hz_large_stats s0, s1;
+	hz_large_stats(&s0);
+	unsigned char *p = hz_large_alloc((size_t)8 << 20, 1);
+	cr_assert_not_null(p);
+	size_t bad;
+	cr_assert(all_bytes(p, (size_t)8 << 20, 0, &bad));
+	hz_large_stats(&s1);
+	cr_assert_geq(s1.calloc_bytes_known_zero - s0.calloc_bytes_known_zero, (size_t)8 << 20,
+		      "fresh pages were cleared again");
+	memset(p, 0xEE, (size_t)8 << 20);
+	cr_assert_eq(hz_large_free(p), 0);
+	unsigned char *q = hz_large_alloc((size_t)8 << 20, 1);
+	cr_assert_eq(q, p, "the freed run is reused first");
+	cr_assert(all_bytes(q, (size_t)8 << 20, 0, &bad), "calloc returned a non-zero byte at %zu", bad);
+	memset(q, 0xEE, (size_t)8 << 20);
+	cr_assert_eq(hz_large_free(q), 0);
+	cr_assert_geq(hz_large_trim(), (size_t)8 << 20);
+	unsigned char *r = hz_large_alloc((size_t)8 << 20, 1);
+	cr_assert(all_bytes(r, (size_t)8 << 20, 0, &bad));
+	hz_large_free(r);
+}
+
+/* Threads allocate, calloc, write and free at once; each checks that its
+ * calloc'd blocks are zero and that its own bytes survive the others. */
+static void *worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	enum { LIVE = 16 };
+	unsigned char *blk[LIVE] = {0};
+	size_t len[LIVE] = {0};
+	unsigned char tag = (unsigned char)(0x40 + seed);
+	for (int step = 0; step < 1500; step++) {
+		int k = (int)(rand_r(&seed) % LIVE);
+		if (blk[k]) {
+			size_t bad;
+			if (!all_bytes(blk[k], len[k], tag, &bad) || hz_large_free(blk[k]))
+				return (void *)1;
+			blk[k] = NULL;
+			continue;
+		}
+		size_t n = 1 + (size_t)rand_r(&seed) % ((size_t)1 << (12 + rand_r(&seed) % 10));
+		int zero = rand_r(&seed) & 1;
+		unsigned char *p = hz_large_alloc(n, zero);
+		if (!p)
+			return (void *)2;
+		size_t bad;
+		if (zero && !all_bytes(p, n, 0, &bad))
+			return (void *)3;
+		memset(p, tag, n);
+		blk[k] = p;
+		len[k] = n;
+	}
+	for (int k = 0; k < LIVE; k++)
+		if (blk[k] && hz_large_free(blk[k]))
+			return (void *)4;
+	return NULL;
+}
+
+Test(large, threads, .timeout = 120)
+{
+	enum { T = 4 };
+	pthread_t t[T];
+	for (int i = 0; i < T; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)), 0);
+	for (int i = 0; i < T; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		cr_assert_null(r, "thread %d failed with %p", i, r);
+	}
+	struct hz_large_stats s;
+	hz_large_stats(&s);
+	cr_assert_eq(s.allocated_bytes, 0, "%zu bytes still counted as allocated", s.allocated_bytes);
+	cr_assert_leq(s.chunks, 2 * HZ_ARENAS, "%zu chunks for at most 16 x 2 MiB live per thread", s.chunks);
+}
