@@ -4,11 +4,11 @@
  * where the ISA has byte-masked stores, HZ_FRONT_GUARD (a condition
  * without which every call goes to HZ_FRONT_LARGE, default
  * hz_memset_large, before an instruction of the ISA runs) and
- * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up to
- * HZ_SMALL_MAX are filled with overlapping unaligned stores from both ends,
- * so each size class is a fixed number of stores and one branch; above 8
- * vectors an aligned loop fills the middle. Larger sizes leave through one
- * unlikely test to hz_memset_large(). */
+ * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up
+ * to HZ_SMALL_MAX are filled with overlapping unaligned stores from both
+ * ends, so each size class is a fixed number of stores behind one size
+ * test; above 8 vectors an aligned loop fills the middle. Larger sizes
+ * leave through one unlikely test to HZ_FRONT_LARGE. */
 
 #include <stdint.h>
 

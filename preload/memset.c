@@ -14,7 +14,11 @@
  * symbol") in every such program and runs the resolver early.
  * Sizes above HZ_SMALL_MAX go to a policy that starts with the portable
  * kernel and is replaced once by the constructor: no locks, no
- * allocation, no syscalls, no lazy initialisation. */
+ * allocation, no syscalls, no lazy initialisation.
+ *
+ * On x86-64 this file is built with -ffixed-xmm0..15 (CMakeLists.txt), so
+ * memset uses zmm16-31 and needs no vzeroupper: keep every other function
+ * here free of floating-point and vector code. */
 #include <stddef.h>
 
 #include "../arch/arch.h"
