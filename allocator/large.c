@@ -2,43 +2,76 @@
 #include <errno.h>
 #include <pthread.h>
 
+#include "../include/hugezero.h"
 #include "large.h"
 
-/* ---- registry: chunk index (address >> HZ_CHUNK_SHIFT) to chunk ---- */
+/* A block too large for a chunk: a mapping of its own, aligned to the
+ * chunk size so that no other block shares its registry slots, kept after
+ * free for reuse within a byte budget. */
+struct huge {
+	unsigned char *base;
+	size_t size;   /* usable bytes, whole pages */
+	size_t mapped; /* whole huge pages */
+	int live, dirty;
+	unsigned owner;
+	struct huge *next; /* in its arena's cache while free */
+};
+
+/* ---- registry: chunk index (address >> HZ_CHUNK_SHIFT) to what is
+ * there: a chunk, or (low bit set) a huge block's descriptor ---- */
 
 #define REG_BITS (47 - HZ_CHUNK_SHIFT) /* user address space of x86-64, arm64 */
 #define REG_LEAF_BITS 11
 #define REG_ROOT (1u << (REG_BITS - REG_LEAF_BITS))
 #define REG_LEAF (1u << REG_LEAF_BITS)
+#define REG_HUGE ((uintptr_t)1)
 
-static struct hz_chunk **reg_root[REG_ROOT];
+static uintptr_t *reg_root[REG_ROOT];
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
-struct hz_chunk *hz_large_chunk(const void *p)
+static uintptr_t reg_get(const void *p)
 {
 	uintptr_t i = (uintptr_t)p >> HZ_CHUNK_SHIFT;
 	if (i >= ((uintptr_t)1 << REG_BITS))
-		return NULL;
-	struct hz_chunk **leaf = __atomic_load_n(&reg_root[i >> REG_LEAF_BITS], __ATOMIC_ACQUIRE);
-	return leaf ? __atomic_load_n(&leaf[i & (REG_LEAF - 1)], __ATOMIC_ACQUIRE) : NULL;
+		return 0;
+	uintptr_t *leaf = __atomic_load_n(&reg_root[i >> REG_LEAF_BITS], __ATOMIC_ACQUIRE);
+	return leaf ? __atomic_load_n(&leaf[i & (REG_LEAF - 1)], __ATOMIC_ACQUIRE) : 0;
 }
 
-static int reg_insert(struct hz_chunk *c)
+struct hz_chunk *hz_large_chunk(const void *p)
 {
-	uintptr_t i = (uintptr_t)c->base >> HZ_CHUNK_SHIFT;
-	if (i >= ((uintptr_t)1 << REG_BITS))
+	uintptr_t e = reg_get(p);
+	return e & REG_HUGE ? NULL : (struct hz_chunk *)e;
+}
+
+/* The huge block whose first byte is p, live or cached; NULL otherwise. */
+static struct huge *huge_at(const void *p)
+{
+	uintptr_t e = reg_get(p);
+	struct huge *h = (struct huge *)(e & ~REG_HUGE);
+	return (e & REG_HUGE) && h->base == p ? h : NULL;
+}
+
+/* Points the slots of [base, base+len) at e (0 to unregister). */
+static int reg_set(const void *base, size_t len, uintptr_t e)
+{
+	uintptr_t first = (uintptr_t)base >> HZ_CHUNK_SHIFT;
+	uintptr_t last = ((uintptr_t)base + len - 1) >> HZ_CHUNK_SHIFT;
+	if (last >= ((uintptr_t)1 << REG_BITS))
 		return -1;
 	pthread_mutex_lock(&reg_lock);
-	struct hz_chunk **leaf = reg_root[i >> REG_LEAF_BITS];
-	if (!leaf) {
-		leaf = hz_os_map(REG_LEAF * sizeof *leaf, hz_page_size);
+	for (uintptr_t i = first; i <= last; i++) {
+		uintptr_t *leaf = reg_root[i >> REG_LEAF_BITS];
 		if (!leaf) {
-			pthread_mutex_unlock(&reg_lock);
-			return -1;
+			leaf = hz_os_map(REG_LEAF * sizeof *leaf, hz_page_size);
+			if (!leaf) {
+				pthread_mutex_unlock(&reg_lock);
+				return -1;
+			}
+			__atomic_store_n(&reg_root[i >> REG_LEAF_BITS], leaf, __ATOMIC_RELEASE);
 		}
-		__atomic_store_n(&reg_root[i >> REG_LEAF_BITS], leaf, __ATOMIC_RELEASE);
+		__atomic_store_n(&leaf[i & (REG_LEAF - 1)], e, __ATOMIC_RELEASE);
 	}
-	__atomic_store_n(&leaf[i & (REG_LEAF - 1)], c, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&reg_lock);
 	return 0;
 }
@@ -52,11 +85,13 @@ struct arena {
 	unsigned nchunks;
 	struct hz_chunk *chunks[ARENA_CHUNKS];
 	size_t allocated, known_zero;
+	struct huge *cache; /* free huge blocks, most recent first */
+	size_t cached;      /* their mapped bytes */
 };
 
 static struct arena arenas[HZ_ARENAS] = {
-	{PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0}, {PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0},
-	{PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0}, {PTHREAD_MUTEX_INITIALIZER, 0, {0}, 0, 0},
+	{.lock = PTHREAD_MUTEX_INITIALIZER}, {.lock = PTHREAD_MUTEX_INITIALIZER},
+	{.lock = PTHREAD_MUTEX_INITIALIZER}, {.lock = PTHREAD_MUTEX_INITIALIZER},
 };
 static unsigned next_arena;
 static __thread int my_arena __attribute__((tls_model("initial-exec"))) = -1;
@@ -89,7 +124,7 @@ static struct hz_chunk *grow(struct arena *a)
 		return NULL;
 	}
 	c->owner = (unsigned)(a - arenas);
-	if (reg_insert(c)) {
+	if (reg_set(c->base, HZ_CHUNK_SIZE, (uintptr_t)c)) {
 		hz_chunk_destroy(c);
 		hz_os_unmap(c, meta);
 		return NULL;
@@ -98,8 +133,115 @@ static struct hz_chunk *grow(struct arena *a)
 	return c;
 }
 
+/* ---- huge blocks ---- */
+
+static size_t round_up(size_t n, size_t to)
+{
+	return (n + to - 1) & ~(to - 1);
+}
+
+/* Unmaps a free huge block (its arena's lock held, or none: unreachable). */
+static void huge_destroy(struct huge *h)
+{
+	reg_set(h->base, h->mapped, 0);
+	hz_os_unmap(h->base, h->mapped);
+	hz_os_unmap(h, hz_page_size);
+}
+
+static void *huge_alloc(size_t size, int zero)
+{
+	size_t usable = round_up(size, HZ_PAGE), mapped = round_up(size, HZ_HUGE_SIZE);
+	struct arena *a = arena_of_thread();
+	struct huge *h = NULL;
+
+	/* Reuse a cached block that fits without wasting more than a quarter. */
+	pthread_mutex_lock(&a->lock);
+	for (struct huge **pp = &a->cache; *pp; pp = &(*pp)->next)
+		if ((*pp)->mapped >= mapped && (*pp)->mapped - mapped <= mapped / 4) {
+			h = *pp;
+			*pp = h->next;
+			a->cached -= h->mapped;
+			break;
+		}
+	if (h) {
+		h->size = usable;
+		h->live = 1;
+		a->allocated += usable;
+	}
+	pthread_mutex_unlock(&a->lock);
+
+	if (h) {
+		/* Recycled memory is cleared here, hinted at its first page,
+		 * instead of being faulted in page by page by the kernel. */
+		if (zero && h->dirty)
+			hz_clear_hinted(h->base, usable, h->base);
+		else if (zero)
+			__atomic_fetch_add(&a->known_zero, usable, __ATOMIC_RELAXED);
+		h->dirty = 1;
+		return h->base;
+	}
+
+	h = hz_os_map(hz_page_size, hz_page_size);
+	if (!h)
+		return NULL;
+	h->base = hz_os_map(mapped, HZ_CHUNK_SIZE);
+	if (!h->base) {
+		hz_os_unmap(h, hz_page_size);
+		return NULL;
+	}
+	hz_os_hugepage(h->base, mapped);
+	h->size = usable;
+	h->mapped = mapped;
+	h->live = 1;
+	h->dirty = 1; /* fresh: zero now, written by the program from here */
+	h->owner = (unsigned)(a - arenas);
+	if (reg_set(h->base, mapped, (uintptr_t)h | REG_HUGE)) {
+		huge_destroy(h);
+		return NULL;
+	}
+	pthread_mutex_lock(&a->lock);
+	a->allocated += usable;
+	if (zero)
+		a->known_zero += usable;
+	pthread_mutex_unlock(&a->lock);
+	return h->base;
+}
+
+static int huge_free(struct huge *h)
+{
+	struct arena *a = &arenas[h->owner];
+	pthread_mutex_lock(&a->lock);
+	if (!h->live) {
+		pthread_mutex_unlock(&a->lock);
+		return -1;
+	}
+	h->live = 0;
+	a->allocated -= h->size;
+	h->next = a->cache;
+	a->cache = h;
+	a->cached += h->mapped;
+	/* Over budget: unmap the least recently freed. */
+	while (a->cached > HZ_HUGE_CACHE) {
+		struct huge **pp = &a->cache;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		struct huge *old = *pp;
+		*pp = NULL;
+		a->cached -= old->mapped;
+		huge_destroy(old);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
 void *hz_large_alloc(size_t size, int zero)
 {
+	if (size > HZ_LARGE_MAX && size <= HZ_HUGE_MAX) {
+		void *p = huge_alloc(size, zero);
+		if (!p)
+			errno = ENOMEM;
+		return p;
+	}
 	if (size == 0 || size > HZ_LARGE_MAX) {
 		errno = ENOMEM;
 		return NULL;
@@ -128,6 +270,14 @@ void *hz_large_alloc(size_t size, int zero)
 
 size_t hz_large_usable(const void *p)
 {
+	struct huge *h = huge_at(p);
+	if (h) {
+		struct arena *a = &arenas[h->owner];
+		pthread_mutex_lock(&a->lock);
+		size_t n = h->live ? h->size : 0;
+		pthread_mutex_unlock(&a->lock);
+		return n;
+	}
 	struct hz_chunk *c = hz_large_chunk(p);
 	if (!c)
 		return 0;
@@ -140,6 +290,9 @@ size_t hz_large_usable(const void *p)
 
 int hz_large_free(void *p)
 {
+	struct huge *h = huge_at(p);
+	if (h)
+		return huge_free(h);
 	struct hz_chunk *c = hz_large_chunk(p);
 	if (!c)
 		return -1;
@@ -174,6 +327,7 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->chunks += a->nchunks;
 		out->allocated_bytes += a->allocated;
 		out->calloc_bytes_known_zero += a->known_zero;
+		out->huge_cached_bytes += a->cached;
 		pthread_mutex_unlock(&a->lock);
 	}
 }

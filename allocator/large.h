@@ -12,17 +12,22 @@
 
 #include "chunk.h"
 
-/* The largest block a chunk serves; larger ones will get mappings of
- * their own. */
+/* The largest block a chunk serves; larger ones get mappings of their own
+ * (huge blocks), up to HZ_HUGE_MAX, and are kept after free for reuse
+ * while an arena's cache holds at most HZ_HUGE_CACHE bytes. */
 #define HZ_LARGE_MAX (HZ_CHUNK_SIZE / 2)
+#define HZ_HUGE_MAX ((size_t)1 << 46)
+#define HZ_HUGE_CACHE ((size_t)1 << 30)
 #define HZ_ARENAS 4
 
-/* A block of at least size bytes (0 < size <= HZ_LARGE_MAX), page-aligned;
+/* A block of at least size bytes (0 < size <= HZ_HUGE_MAX), page-aligned;
  * with zero set its bytes read as zero, cleared only where pages were
- * dirty. NULL with errno ENOMEM when size is out of range or memory is
+ * dirty (a recycled huge block is cleared whole, hinted at its first
+ * page). NULL with errno ENOMEM when size is out of range or memory is
  * exhausted. */
 void *hz_large_alloc(size_t size, int zero);
-/* The chunk holding p, or NULL when no chunk of this allocator does. */
+/* The chunk holding p, or NULL when no chunk of this allocator does (a
+ * huge block is not in a chunk). */
 struct hz_chunk *hz_large_chunk(const void *p);
 /* The usable size of the live block at p, or 0 when p is not one. */
 size_t hz_large_usable(const void *p);
@@ -35,7 +40,7 @@ size_t hz_large_trim(void);
 
 /* Counters, for tests and reports. */
 struct hz_large_stats {
-	size_t chunks, allocated_bytes, calloc_bytes_known_zero;
+	size_t chunks, allocated_bytes, calloc_bytes_known_zero, huge_cached_bytes;
 };
 void hz_large_stats(struct hz_large_stats *out);
 

@@ -36,8 +36,47 @@ Test(large, sizes_ownership_and_bad_pointers)
 	cr_assert_null(hz_large_alloc(0, 0));
 	cr_assert_eq(errno, ENOMEM);
 	errno = 0;
-	cr_assert_null(hz_large_alloc(HZ_LARGE_MAX + 1, 0));
+	cr_assert_null(hz_large_alloc(HZ_HUGE_MAX + 1, 0));
 	cr_assert_eq(errno, ENOMEM);
+	errno = 0;
+	cr_assert_null(hz_large_alloc(SIZE_MAX, 1));
+	cr_assert_eq(errno, ENOMEM);
+}
+
+/* Beyond a chunk: a mapping of its own, recycled after free, cleared
+ * (not refaulted) for calloc, within the cache budget. */
+Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
+{
+	size_t n = (size_t)100 << 20, bad;
+	unsigned char *p = hz_large_alloc(n, 1);
+	cr_assert_not_null(p);
+	cr_assert_null(hz_large_chunk(p), "a huge block is not in a chunk");
+	cr_assert_eq(hz_large_usable(p), n);
+	cr_assert(all_bytes(p, n, 0, &bad));
+	memset(p, 0xEE, n);
+	cr_assert_eq(hz_large_free(p + HZ_PAGE), -1, "interior pointer");
+	cr_assert_eq(hz_large_free(p), 0);
+	cr_assert_eq(hz_large_free(p), -1, "double free");
+	cr_assert_eq(hz_large_usable(p), 0);
+	unsigned char *q = hz_large_alloc(n - 12345, 1);
+	cr_assert_eq(q, p, "the cached mapping is reused");
+	cr_assert(all_bytes(q, n - 12345, 0, &bad), "recycled calloc: byte %zu not zero", bad);
+	cr_assert_eq(hz_large_free(q), 0);
+	/* A block much smaller does not take a big cached mapping. */
+	unsigned char *s = hz_large_alloc((size_t)40 << 20, 0);
+	cr_assert_neq(s, p);
+	hz_large_free(s);
+	/* The cache keeps at most HZ_HUGE_CACHE bytes an arena. */
+	unsigned char *b[6];
+	for (int i = 0; i < 6; i++)
+		cr_assert_not_null(b[i] = hz_large_alloc((size_t)256 << 20, 0));
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(hz_large_free(b[i]), 0);
+	struct hz_large_stats st;
+	hz_large_stats(&st);
+	cr_assert_leq(st.huge_cached_bytes, HZ_HUGE_CACHE, "one thread, one arena");
+	cr_assert_gt(st.huge_cached_bytes, 0);
+	cr_assert_eq(st.allocated_bytes, 0);
 }
 
 Test(large, calloc_zero_after_dirty_frees_and_trim)
