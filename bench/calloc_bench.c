@@ -41,20 +41,8 @@ int main(int argc, char **argv)
 {
 	int reps = 7;
 	const char *csv = "calloc_bench.csv";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
-			csv = argv[++i];
-		else {
-			fprintf(stderr, "usage: %s [--reps N] [--csv FILE]\n", argv[0]);
-			return 2;
-		}
-	}
-	if (reps < 1 || reps > 101) {
-		fprintf(stderr, "calloc_bench: --reps must be 1..101\n");
+	if (bench_args(argc, argv, &reps, &csv))
 		return 2;
-	}
 	FILE *out = fopen(csv, "w");
 	if (!out) {
 		perror(csv);

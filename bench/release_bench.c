@@ -38,20 +38,8 @@ int main(int argc, char **argv)
 {
 	int reps = 9;
 	const char *csv = "release_bench.csv";
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-			reps = atoi(argv[++i]);
-		else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
-			csv = argv[++i];
-		else {
-			fprintf(stderr, "usage: %s [--reps N] [--csv FILE]\n", argv[0]);
-			return 2;
-		}
-	}
-	if (reps < 1 || reps > 101) {
-		fprintf(stderr, "release_bench: --reps must be 1..101\n");
+	if (bench_args(argc, argv, &reps, &csv))
 		return 2;
-	}
 	size_t len = (size_t)NBLK * HZ_HUGE_SIZE;
 	unsigned char *p = hz_os_map(len, HZ_HUGE_SIZE);
 	if (!p || hz_os_hugepage(p, len)) {
