@@ -111,6 +111,27 @@ size_t hz_chunk_free(struct hz_chunk *c, void *p)
 	return n;
 }
 
+int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
+{
+	size_t n = hz_chunk_block_pages(c, p), i = page_of(c, p);
+	if (!n || npages == 0)
+		return -1;
+	if (npages <= n) {
+		set_range(c->used, i + npages, i + n, 0);
+		set_range(c->dirty, i + npages, i + n, 1);
+		c->free_pages += n - npages;
+	} else {
+		if (npages > HZ_CHUNK_PAGES - i ||
+		    next_bit(c->used, i + n, i + npages, 1) != i + npages)
+			return -1;
+		set_range(c->used, i + n, i + npages, 1);
+		set_range(c->dirty, i + n, i + npages, 1);
+		c->free_pages -= npages - n;
+	}
+	c->npages[i] = (uint32_t)npages;
+	return 0;
+}
+
 void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
 {
 	size_t n = hz_chunk_block_pages(c, p), i = page_of(c, p);

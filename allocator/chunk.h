@@ -54,6 +54,12 @@ size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p);
  * become free and dirty. Returns its length in pages. */
 size_t hz_chunk_free(struct hz_chunk *c, void *p);
 
+/* Resizes the live block at p in place to npages (> 0): shrinking frees
+ * its tail (dirty); growing takes the free pages right after it, marked
+ * dirty (the program writes them). Returns 0, or -1 when the pages after
+ * it are not free (nothing changes). */
+int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages);
+
 /* Zeroes the dirty runs of the live block at p, one kernel call each, the
  * run holding the block's first page last, by a hinted clear whose hint is
  * that page; marks them known zero. Returns the bytes it did not have to

@@ -1,6 +1,7 @@
 /* Large blocks in hugepage chunks: arenas, the chunk registry (large.h). */
 #include <errno.h>
 #include <pthread.h>
+#include <string.h>
 
 #include "../include/hugezero.h"
 #include "large.h"
@@ -303,6 +304,93 @@ int hz_large_free(void *p)
 		a->allocated -= n << HZ_PAGE_SHIFT;
 	pthread_mutex_unlock(&a->lock);
 	return n ? 0 : -1;
+}
+
+void *hz_large_realloc(void *p, size_t size)
+{
+	size_t old = hz_large_usable(p);
+	if (!old) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (size == 0 || size > HZ_HUGE_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	struct hz_chunk *c = hz_large_chunk(p);
+	if (c && size <= HZ_LARGE_MAX) {
+		struct arena *a = arena_of_chunk(c);
+		size_t np = (size + HZ_PAGE - 1) >> HZ_PAGE_SHIFT;
+		pthread_mutex_lock(&a->lock);
+		int ok = hz_chunk_resize(c, p, np) == 0;
+		if (ok)
+			a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
+		pthread_mutex_unlock(&a->lock);
+		if (ok)
+			return p;
+	}
+	struct huge *h = huge_at(p);
+	if (h && size > HZ_LARGE_MAX) {
+		/* Same arena lock for the whole move: the block stays live. */
+		struct arena *a = &arenas[h->owner];
+		size_t mapped = round_up(size, HZ_HUGE_SIZE), usable = round_up(size, HZ_PAGE);
+		pthread_mutex_lock(&a->lock);
+		if (mapped == h->mapped) {
+			a->allocated = a->allocated - h->size + usable;
+			h->size = usable;
+			pthread_mutex_unlock(&a->lock);
+			return p;
+		}
+		/* A new place aligned to the chunk size, then the pages moved
+		 * there by the kernel. */
+		unsigned char *dst = hz_os_map(mapped, HZ_CHUNK_SIZE);
+		unsigned char *moved = dst ? hz_os_remap(h->base, h->mapped, mapped, dst) : NULL;
+		if (!moved) {
+			if (dst)
+				hz_os_unmap(dst, mapped);
+			pthread_mutex_unlock(&a->lock);
+			goto copy;
+		}
+		hz_os_hugepage(moved, mapped);
+		reg_set(h->base, h->mapped, 0);
+		h->base = moved;
+		a->allocated = a->allocated - h->size + usable;
+		h->size = usable;
+		h->mapped = mapped;
+		reg_set(h->base, mapped, (uintptr_t)h | REG_HUGE);
+		pthread_mutex_unlock(&a->lock);
+		return moved;
+	}
+copy:;
+	void *q = hz_large_alloc(size, 0);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old < size ? old : size);
+	hz_large_free(p);
+	return q;
+}
+
+/* fork: every lock is taken before, released after in parent and child,
+ * so a child forked while other threads allocate finds no lock held by a
+ * thread it does not have. */
+/* Lock order everywhere: an arena, then the registry. */
+static void fork_prepare(void)
+{
+	for (int i = 0; i < HZ_ARENAS; i++)
+		pthread_mutex_lock(&arenas[i].lock);
+	pthread_mutex_lock(&reg_lock);
+}
+
+static void fork_release(void)
+{
+	pthread_mutex_unlock(&reg_lock);
+	for (int i = HZ_ARENAS - 1; i >= 0; i--)
+		pthread_mutex_unlock(&arenas[i].lock);
+}
+
+__attribute__((constructor)) static void large_init(void)
+{
+	pthread_atfork(fork_prepare, fork_release, fork_release);
 }
 
 size_t hz_large_trim(void)

@@ -34,6 +34,14 @@ size_t hz_large_usable(const void *p);
 /* Frees the live block at p: 0, or -1 when p is not a live block (a
  * foreign pointer, or one freed already): the caller reports it. */
 int hz_large_free(void *p);
+/* Resizes the live block at p to size bytes (0 < size <= HZ_HUGE_MAX):
+ * in place when its chunk has the pages after it free (or it shrinks);
+ * otherwise a new block, chunk blocks copied, huge blocks moved by the
+ * kernel (mremap) without copying a byte. Returns the block, or NULL with
+ * errno ENOMEM (p untouched), or NULL with errno EINVAL when p is not a
+ * live block. */
+void *hz_large_realloc(void *p, size_t size);
+
 /* Releases every free dirty page of every chunk, partial huge pages
  * included (malloc_trim); returns the bytes released. */
 size_t hz_large_trim(void);

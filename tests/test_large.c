@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "../allocator/large.h"
 #include "fillcheck.h"
@@ -154,4 +156,95 @@ Test(large, threads, .timeout = 120)
 	hz_large_stats(&s);
 	cr_assert_eq(s.allocated_bytes, 0, "%zu bytes still counted as allocated", s.allocated_bytes);
 	cr_assert_leq(s.chunks, 2 * HZ_ARENAS, "%zu chunks for at most 16 x 2 MiB live per thread", s.chunks);
+}
+
+Test(large, realloc_in_place_moved_and_refused)
+{
+	size_t bad;
+	unsigned char *p = hz_large_alloc(10 * HZ_PAGE, 0);
+	memset(p, 0x21, 10 * HZ_PAGE);
+	/* Grows in place while the pages after it are free. */
+	cr_assert_eq(hz_large_realloc(p, 30 * HZ_PAGE), p);
+	cr_assert_eq(hz_large_usable(p), 30 * HZ_PAGE);
+	cr_assert(all_bytes(p, 10 * HZ_PAGE, 0x21, &bad));
+	/* Shrinks in place; the tail is free again. */
+	cr_assert_eq(hz_large_realloc(p, 5 * HZ_PAGE + 1), p);
+	cr_assert_eq(hz_large_usable(p), 6 * HZ_PAGE);
+	unsigned char *blocker = hz_large_alloc(HZ_PAGE, 0);
+	cr_assert_eq(blocker, p + 6 * HZ_PAGE, "the freed tail is reused");
+	/* Blocked: moved, contents kept, the old block freed. */
+	unsigned char *q = hz_large_realloc(p, 40 * HZ_PAGE);
+	cr_assert_not_null(q);
+	cr_assert_neq(q, p);
+	cr_assert(all_bytes(q, 5 * HZ_PAGE, 0x21, &bad));
+	cr_assert_eq(hz_large_usable(p), 0);
+	/* Into a huge block and between huge sizes: the kernel moves it. */
+	memset(q, 0x33, 40 * HZ_PAGE);
+	unsigned char *h = hz_large_realloc(q, (size_t)40 << 20);
+	cr_assert_not_null(h);
+	cr_assert(all_bytes(h, 40 * HZ_PAGE, 0x33, &bad));
+	memset(h, 0x44, (size_t)40 << 20);
+	unsigned char *h2 = hz_large_realloc(h, (size_t)200 << 20);
+	cr_assert_not_null(h2);
+	cr_assert_eq(hz_large_usable(h2), (size_t)200 << 20);
+	cr_assert(all_bytes(h2, (size_t)40 << 20, 0x44, &bad), "moved bytes lost at %zu", bad);
+	memset(h2 + ((size_t)40 << 20), 0x55, (size_t)160 << 20); /* the new part is writable */
+	if (h2 != h)
+		cr_assert_eq(hz_large_usable(h), 0);
+	/* Back into a chunk. */
+	unsigned char *s = hz_large_realloc(h2, 3 * HZ_PAGE);
+	cr_assert(all_bytes(s, 3 * HZ_PAGE, 0x44, &bad));
+	errno = 0;
+	cr_assert_null(hz_large_realloc(s + HZ_PAGE, 100));
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_null(hz_large_realloc(s, HZ_HUGE_MAX + 1));
+	cr_assert_eq(errno, ENOMEM);
+	cr_assert_eq(hz_large_usable(s), 3 * HZ_PAGE, "a refused realloc changed the block");
+	hz_large_free(s);
+	hz_large_free(blocker);
+}
+
+/* A child forked while other threads allocate can allocate: no lock is
+ * left held by a thread the child does not have. */
+static volatile int stop_churn;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!stop_churn) {
+		void *p = hz_large_alloc((size_t)1 << 20, 1);
+		if (p)
+			hz_large_free(p);
+	}
+	return NULL;
+}
+
+Test(large, fork_while_threads_allocate, .timeout = 60)
+{
+	/* One thread per arena: the child's thread shares an arena with one
+	 * of them, whose lock it would wait for forever without the fork
+	 * handlers. */
+	pthread_t t[HZ_ARENAS];
+	for (int i = 0; i < HZ_ARENAS; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
+	for (int k = 0; k < 30; k++) {
+		pid_t pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			alarm(10); /* a deadlock fails the test, it does not hang it */
+			for (int i = 0; i < 20; i++) {
+				void *p = hz_large_alloc((size_t)(i + 1) << 16, i & 1);
+				if (!p || hz_large_free(p))
+					_exit(1);
+			}
+			_exit(0);
+		}
+		int st;
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %#x", k, st);
+	}
+	stop_churn = 1;
+	for (int i = 0; i < HZ_ARENAS; i++)
+		pthread_join(t[i], NULL);
 }
