@@ -24,6 +24,20 @@ static void set_range(uint64_t *b, size_t i, size_t j, int v)
 	}
 }
 
+/* The number of bits set in [i, j). */
+static size_t count_range(const uint64_t *b, size_t i, size_t j)
+{
+	size_t k = 0;
+	while (i < j) {
+		size_t w = i >> 6, lo = i & 63;
+		size_t hi = (j - (i & ~(size_t)63)) < 64 ? j & 63 : 64;
+		uint64_t m = (hi == 64 ? ~0ull : ((1ull << hi) - 1)) & ~((1ull << lo) - 1);
+		k += (size_t)__builtin_popcountll(b[w] & m);
+		i = (w + 1) << 6;
+	}
+	return k;
+}
+
 /* The first index in [i, limit) whose bit is want, or limit. */
 static size_t next_bit(const uint64_t *b, size_t i, size_t limit, int want)
 {
@@ -77,6 +91,7 @@ void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
 	while (i < HZ_CHUNK_PAGES) {
 		size_t j = next_bit(c->used, i, HZ_CHUNK_PAGES, 1);
 		if (j - i >= npages) {
+			c->dirty_free -= count_range(c->dirty, i, i + npages);
 			set_range(c->used, i, i + npages, 1);
 			set_range(c->start, i, i + 1, 1);
 			c->npages[i] = (uint32_t)npages;
@@ -108,6 +123,7 @@ size_t hz_chunk_free(struct hz_chunk *c, void *p)
 	set_range(c->used, i, i + n, 0);
 	set_range(c->dirty, i, i + n, 1);
 	c->free_pages += n;
+	c->dirty_free += n;
 	return n;
 }
 
@@ -120,10 +136,12 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		set_range(c->used, i + npages, i + n, 0);
 		set_range(c->dirty, i + npages, i + n, 1);
 		c->free_pages += n - npages;
+		c->dirty_free += n - npages;
 	} else {
 		if (npages > HZ_CHUNK_PAGES - i ||
 		    next_bit(c->used, i + n, i + npages, 1) != i + npages)
 			return -1;
+		c->dirty_free -= count_range(c->dirty, i + n, i + npages);
 		set_range(c->used, i + n, i + npages, 1);
 		set_range(c->dirty, i + n, i + npages, 1);
 		c->free_pages -= npages - n;
@@ -197,8 +215,10 @@ static void flush(struct gather *g)
 		if (!g->total.error)
 			g->total.error = res.error;
 	} else {
-		for (size_t k = 0; k < g->n; k++)
+		for (size_t k = 0; k < g->n; k++) {
+			g->c->dirty_free -= count_range(g->c->dirty, g->lo[k], g->hi[k]);
 			set_range(g->c->dirty, g->lo[k], g->hi[k], 0);
+		}
 		g->bytes += res.bytes;
 	}
 	g->n = 0;

@@ -29,6 +29,7 @@
 struct hz_chunk {
 	unsigned char *base;              /* HZ_CHUNK_SIZE bytes, aligned */
 	size_t free_pages;
+	size_t dirty_free;                /* pages free and dirty: what a purge could release */
 	unsigned owner;                   /* the arena it belongs to (large.c) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
@@ -76,7 +77,8 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p);
  * released; *res, if not NULL, receives what the batch did. */
 size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result *res);
 
-/* Pages of the chunk that are free and dirty (what a purge could release). */
+/* Pages of the chunk that are free and dirty, counted from the bitmaps
+ * (c->dirty_free keeps the same figure as it changes). */
 size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c);
 
 #endif

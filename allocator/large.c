@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "../include/hugezero.h"
 #include "large.h"
@@ -88,7 +89,12 @@ struct arena {
 	size_t allocated, known_zero;
 	struct huge *cache; /* free huge blocks, most recent first */
 	size_t cached;      /* their mapped bytes */
+	uint64_t dirty_since; /* when free dirty memory last appeared; 0: none */
+	size_t purged, purges;
 };
+
+size_t hz_dirty_max = (size_t)256 << 20;
+uint64_t hz_dirty_decay_ns = (uint64_t)10000 * 1000000;
 
 static struct arena arenas[HZ_ARENAS] = {
 	{.lock = PTHREAD_MUTEX_INITIALIZER}, {.lock = PTHREAD_MUTEX_INITIALIZER},
@@ -208,6 +214,57 @@ static void *huge_alloc(size_t size, int zero)
 	return h->base;
 }
 
+static uint64_t now_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static size_t arena_dirty(const struct arena *a)
+{
+	size_t pages = 0;
+	for (unsigned k = 0; k < a->nchunks; k++)
+		pages += a->chunks[k]->dirty_free;
+	return (pages << HZ_PAGE_SHIFT) + a->cached;
+}
+
+/* Bounds the free dirty memory of arena a (its lock held): over
+ * hz_dirty_max, or kept longer than hz_dirty_decay_ns, the whole free
+ * 2 MiB blocks of its chunks are released in one batch each, then cached
+ * huge blocks are unmapped, least recently freed first. Partial huge pages
+ * stay (malloc_trim takes them). */
+static void arena_bound(struct arena *a)
+{
+	size_t dirty = arena_dirty(a);
+	if (!dirty) {
+		a->dirty_since = 0;
+		return;
+	}
+	uint64_t now = now_ns();
+	if (!a->dirty_since)
+		a->dirty_since = now;
+	int expired = now - a->dirty_since >= hz_dirty_decay_ns;
+	if (dirty <= hz_dirty_max && !expired)
+		return;
+	for (unsigned k = 0; k < a->nchunks; k++)
+		if (a->chunks[k]->dirty_free >= HZ_HUGE_PAGES) {
+			a->purged += hz_chunk_purge(a->chunks[k], 0, NULL);
+			a->purges++;
+		}
+	while (a->cache && (expired || arena_dirty(a) > hz_dirty_max)) {
+		struct huge **pp = &a->cache;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		struct huge *old = *pp;
+		*pp = NULL;
+		a->cached -= old->mapped;
+		a->purged += old->mapped;
+		huge_destroy(old);
+	}
+	a->dirty_since = arena_dirty(a) ? now : 0;
+}
+
 static int huge_free(struct huge *h)
 {
 	struct arena *a = &arenas[h->owner];
@@ -221,16 +278,7 @@ static int huge_free(struct huge *h)
 	h->next = a->cache;
 	a->cache = h;
 	a->cached += h->mapped;
-	/* Over budget: unmap the least recently freed. */
-	while (a->cached > HZ_HUGE_CACHE) {
-		struct huge **pp = &a->cache;
-		while ((*pp)->next)
-			pp = &(*pp)->next;
-		struct huge *old = *pp;
-		*pp = NULL;
-		a->cached -= old->mapped;
-		huge_destroy(old);
-	}
+	arena_bound(a);
 	pthread_mutex_unlock(&a->lock);
 	return 0;
 }
@@ -300,8 +348,10 @@ int hz_large_free(void *p)
 	struct arena *a = arena_of_chunk(c);
 	pthread_mutex_lock(&a->lock);
 	size_t n = hz_chunk_free(c, p);
-	if (n)
+	if (n) {
 		a->allocated -= n << HZ_PAGE_SHIFT;
+		arena_bound(a);
+	}
 	pthread_mutex_unlock(&a->lock);
 	return n ? 0 : -1;
 }
@@ -416,6 +466,9 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->allocated_bytes += a->allocated;
 		out->calloc_bytes_known_zero += a->known_zero;
 		out->huge_cached_bytes += a->cached;
+		out->dirty_free_bytes += arena_dirty(a);
+		out->purged_bytes += a->purged;
+		out->purges += a->purges;
 		pthread_mutex_unlock(&a->lock);
 	}
 }

@@ -9,15 +9,19 @@
 #define HZ_LARGE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "chunk.h"
 
 /* The largest block a chunk serves; larger ones get mappings of their own
- * (huge blocks), up to HZ_HUGE_MAX, and are kept after free for reuse
- * while an arena's cache holds at most HZ_HUGE_CACHE bytes. */
+ * (huge blocks), up to HZ_HUGE_MAX, kept after free for reuse within
+ * hz_dirty_max. */
 #define HZ_LARGE_MAX (HZ_CHUNK_SIZE / 2)
 #define HZ_HUGE_MAX ((size_t)1 << 46)
-#define HZ_HUGE_CACHE ((size_t)1 << 30)
+/* Free dirty memory an arena keeps for reuse (chunk pages and cached huge
+ * blocks alike), and how long; set once at initialisation. */
+extern size_t hz_dirty_max;
+extern uint64_t hz_dirty_decay_ns;
 #define HZ_ARENAS 4
 
 /* A block of at least size bytes (0 < size <= HZ_HUGE_MAX), page-aligned;
@@ -49,6 +53,7 @@ size_t hz_large_trim(void);
 /* Counters, for tests and reports. */
 struct hz_large_stats {
 	size_t chunks, allocated_bytes, calloc_bytes_known_zero, huge_cached_bytes;
+	size_t dirty_free_bytes, purged_bytes, purges;
 };
 void hz_large_stats(struct hz_large_stats *out);
 

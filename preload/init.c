@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/auxv.h>
 
+#include "../allocator/large.h"
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "options.h"
@@ -67,6 +68,11 @@ void hz_init(void)
 		if (v->set && v->size)
 			hz_cpu.cache.size[cache_opt[i][0]] = v->size, hz_cpu.source[cache_opt[i][0]] = "env";
 	}
+
+	if (o[HZ_OPT_DIRTY_MAX].set)
+		hz_dirty_max = o[HZ_OPT_DIRTY_MAX].size;
+	if (o[HZ_OPT_DIRTY_DECAY_MS].set)
+		hz_dirty_decay_ns = (uint64_t)o[HZ_OPT_DIRTY_DECAY_MS].size * 1000000u;
 
 	struct hz_policy_cfg cfg = {
 		.medium_threshold = o[HZ_OPT_MEDIUM_THRESHOLD].set ? o[HZ_OPT_MEDIUM_THRESHOLD].size : 0,

@@ -35,6 +35,10 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 			    "L2 cache size (per core) to assume, overriding detection"},
 	[HZ_OPT_L3_SIZE] = {"L3_SIZE", HZ_OPT_SIZE, "detected",
 			    "L3 cache size (per core complex) to assume, overriding detection"},
+	[HZ_OPT_DIRTY_MAX] = {"DIRTY_MAX", HZ_OPT_SIZE, "256M",
+			      "free dirty memory an arena keeps for reuse before it releases whole 2 MiB blocks"},
+	[HZ_OPT_DIRTY_DECAY_MS] = {"DIRTY_DECAY_MS", HZ_OPT_UINT, "10000",
+				   "free dirty memory older than this is released at the next free; 0 releases at once"},
 };
 
 struct hz_option_value hz_option_values[HZ_OPT_COUNT];
@@ -109,6 +113,10 @@ int hz_options_load(void)
 		case HZ_OPT_AUTO_BOOL: rc = parse_bool(s, 1, &v->num); break;
 		case HZ_OPT_SIZE:
 			rc = hz_parse_size(s, &v->size);
+			break;
+		case HZ_OPT_UINT:
+			rc = (*s < '0' || *s > '9' || s[strspn(s, "0123456789")]) ? -1
+										  : hz_parse_size(s, &v->size);
 			break;
 		case HZ_OPT_NAME: v->str = s; break;
 		}

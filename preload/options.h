@@ -19,10 +19,12 @@ enum hz_option {
 	HZ_OPT_CLZERO,
 	HZ_OPT_L2_SIZE,
 	HZ_OPT_L3_SIZE,
+	HZ_OPT_DIRTY_MAX,
+	HZ_OPT_DIRTY_DECAY_MS,
 	HZ_OPT_COUNT
 };
 
-enum hz_option_type { HZ_OPT_BOOL, HZ_OPT_AUTO_BOOL, HZ_OPT_SIZE, HZ_OPT_NAME };
+enum hz_option_type { HZ_OPT_BOOL, HZ_OPT_AUTO_BOOL, HZ_OPT_SIZE, HZ_OPT_UINT, HZ_OPT_NAME };
 
 struct hz_option_desc {
 	const char *name; /* without the HUGEZERO_ prefix */
@@ -34,7 +36,7 @@ struct hz_option_desc {
 struct hz_option_value {
 	int set;          /* given in the environment and valid */
 	int num;          /* bool (0/1), auto bool (-1: auto, 0, 1) */
-	size_t size;      /* HZ_OPT_SIZE, in bytes */
+	size_t size;      /* HZ_OPT_SIZE, in bytes; HZ_OPT_UINT */
 	const char *str;  /* HZ_OPT_NAME: points into the environment */
 };
 

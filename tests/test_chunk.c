@@ -128,6 +128,16 @@ Test(chunk, random_against_shadow)
 	for (int step = 0; step < 20000; step++) {
 		if (live && (rand() % 2 || live == MAXB)) {
 			size_t k = (size_t)rand() % live;
+			if (rand() % 4 == 0) { /* resize in place, when it can */
+				size_t n = 1 + (size_t)rand() % 128;
+				if (hz_chunk_resize(c, blk[k], n) == 0) {
+					used = used - len[k] + n;
+					len[k] = n;
+				}
+				cr_assert_eq(hz_chunk_block_pages(c, blk[k]), len[k]);
+				cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
+				continue;
+			}
 			cr_assert_eq(hz_chunk_free(c, blk[k]), len[k]);
 			used -= len[k];
 			blk[k] = blk[--live];
@@ -145,6 +155,11 @@ Test(chunk, random_against_shadow)
 			used += n;
 		}
 		cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
+		cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "step %d", step);
+		if (step % 997 == 0) {
+			hz_chunk_purge(c, step & 1, NULL);
+			cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "after purge");
+		}
 	}
 	for (size_t k = 0; k < live; k++)
 		cr_assert_eq(hz_chunk_block_pages(c, blk[k]), len[k]);

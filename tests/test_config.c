@@ -186,8 +186,16 @@ Test(options, load_from_environment)
 	setenv("HUGEZERO_CLZERO", "off", 1);
 	setenv("HUGEZERO_KERNEL", "c", 1);
 	setenv("HUGEZERO_L2_SIZE", "lots", 1); /* invalid: reported, ignored */
+	setenv("HUGEZERO_DIRTY_MAX", "64M", 1);
+	setenv("HUGEZERO_DIRTY_DECAY_MS", "5s", 1); /* invalid: milliseconds, digits only */
+	memset(hz_option_values, 0, sizeof hz_option_values);
+	cr_assert_eq(hz_options_load(), 2);
+	cr_assert_eq(hz_option_values[HZ_OPT_DIRTY_MAX].size, 64 << 20);
+	cr_assert_not(hz_option_values[HZ_OPT_DIRTY_DECAY_MS].set);
+	setenv("HUGEZERO_DIRTY_DECAY_MS", "250", 1);
 	memset(hz_option_values, 0, sizeof hz_option_values);
 	cr_assert_eq(hz_options_load(), 1);
+	cr_assert_eq(hz_option_values[HZ_OPT_DIRTY_DECAY_MS].size, 250);
 	cr_assert(hz_option_values[HZ_OPT_NT_THRESHOLD].set);
 	cr_assert_eq(hz_option_values[HZ_OPT_NT_THRESHOLD].size, 24 << 20);
 	cr_assert_eq(hz_option_values[HZ_OPT_STREAMING].num, -1);

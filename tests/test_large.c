@@ -76,7 +76,7 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 		cr_assert_eq(hz_large_free(b[i]), 0);
 	struct hz_large_stats st;
 	hz_large_stats(&st);
-	cr_assert_leq(st.huge_cached_bytes, HZ_HUGE_CACHE, "one thread, one arena");
+	cr_assert_leq(st.huge_cached_bytes, hz_dirty_max, "one thread, one arena");
 	cr_assert_gt(st.huge_cached_bytes, 0);
 	cr_assert_eq(st.allocated_bytes, 0);
 }
@@ -247,4 +247,39 @@ Test(large, fork_while_threads_allocate, .timeout = 60)
 	stop_churn = 1;
 	for (int i = 0; i < HZ_ARENAS; i++)
 		pthread_join(t[i], NULL);
+}
+
+/* Free dirty memory is bounded: over the budget, whole free 2 MiB blocks
+ * are released at the next free; kept past the delay, too. */
+Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
+{
+	hz_dirty_max = (size_t)8 << 20;
+	hz_dirty_decay_ns = (uint64_t)60 * 1000000000u;
+	unsigned char *b[8];
+	for (int i = 0; i < 8; i++) {
+		b[i] = hz_large_alloc((size_t)2 << 20, 0);
+		cr_assert_not_null(b[i]);
+		memset(b[i], 0x66, (size_t)2 << 20);
+	}
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(hz_large_free(b[i]), 0);
+	struct hz_large_stats s;
+	hz_large_stats(&s);
+	cr_assert_leq(s.dirty_free_bytes, hz_dirty_max, "%zu dirty bytes kept", s.dirty_free_bytes);
+	cr_assert_gt(s.purged_bytes, 0);
+	/* Under the budget but past the delay: released at the next free. */
+	hz_dirty_max = (size_t)1 << 30;
+	hz_dirty_decay_ns = 50 * 1000000u;
+	unsigned char *p = hz_large_alloc((size_t)4 << 20, 0);
+	memset(p, 0x67, (size_t)4 << 20);
+	hz_large_free(p);
+	hz_large_stats(&s);
+	size_t kept = s.dirty_free_bytes;
+	cr_assert_gt(kept, 0);
+	usleep(100 * 1000);
+	unsigned char *q = hz_large_alloc(HZ_PAGE, 0);
+	hz_large_free(q);
+	hz_large_stats(&s);
+	cr_assert_lt(s.dirty_free_bytes, (size_t)2 << 20, "%zu dirty bytes outlived the delay",
+		     s.dirty_free_bytes);
 }
