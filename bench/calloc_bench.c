@@ -1,7 +1,7 @@
 /* calloc + touch + free in a loop, and fresh calloc + touch, at 256 KiB,
  * 4 MiB, 32 MiB and 256 MiB: glibc's calloc against hugezero's large-block
- * path (allocator/large.h, called directly: the malloc ABI that will route
- * to it is not built yet), side by side in one process, alternated,
+ * path (allocator/large.h, called directly, as calloc does from 1 MiB up),
+ * side by side in one process, alternated,
  * medians. "Touch" writes one byte in every 4 KiB page, as a program that
  * uses the memory does. Last, the policy question for a dirty recycled
  * block: clear it in place (hinted clear) or release it (MADV_DONTNEED)

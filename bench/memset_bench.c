@@ -9,10 +9,11 @@
  *
  * usage: memset_bench [--max SIZE] [--reps N] [--csv FILE] [--fill BYTE]
  *
- * This program is not preloaded: "glibc" is libc's own memset; the kernels
- * are called from the engine linked in; "hugezero" is the memset that
- * libhugezero.so exports (opened with dlopen, RTLD_LOCAL), so its cost
- * includes the entry a preloaded program goes through. */
+ * The program is linked with libhugezero.so, so "hugezero" is the memset
+ * that library exports, entered as any program enters it; "glibc" is
+ * libc.so.6's own memset, looked up in libc itself; the kernels are called
+ * from the engine linked in. (dlopen cannot load libhugezero.so: the
+ * jemalloc it links uses initial-exec TLS.) */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -33,9 +34,9 @@ struct variant {
 	hz_fill_fn fn;
 };
 
-/* glibc's memset through a pointer the compiler cannot see through: every
- * variant, glibc's included, is called the same way, through a pointer. */
-static void *(*volatile glibc_memset)(void *, int, size_t) = memset;
+/* Every variant, glibc's included, is called the same way, through a
+ * pointer the compiler cannot see through. */
+static void *(*volatile glibc_memset)(void *, int, size_t);
 
 /* Seconds per call of fn at size n: calls enough to write 128 MiB (a few
  * milliseconds), at most 2 million. */
@@ -126,7 +127,6 @@ int main(int argc, char **argv)
 	size_t max = (size_t)1 << 30;
 	int reps = 7, fill = 0;
 	const char *csv = "memset_bench.csv";
-	const char *lib = HZ_LIB_PATH;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--max") && i + 1 < argc && !hz_parse_size(argv[i + 1], &max))
 			i++;
@@ -134,13 +134,11 @@ int main(int argc, char **argv)
 			reps = atoi(argv[++i]);
 		else if (!strcmp(argv[i], "--csv") && i + 1 < argc)
 			csv = argv[++i];
-		else if (!strcmp(argv[i], "--lib") && i + 1 < argc)
-			lib = argv[++i];
 		else if (!strcmp(argv[i], "--fill") && i + 1 < argc)
 			fill = (int)strtol(argv[++i], NULL, 0);
 		else {
 			fprintf(stderr, "usage: %s [--max SIZE] [--reps N] [--csv FILE] [--fill BYTE] "
-					"[--lib LIBHUGEZERO]\n",
+					"\n",
 				argv[0]);
 			return 2;
 		}
@@ -150,19 +148,22 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
+	glibc_memset = libc ? (hz_fill_fn)dlsym(libc, "memset") : NULL;
+	hz_fill_fn hz_memset = (hz_fill_fn)dlsym(RTLD_DEFAULT, "memset");
+	if (!glibc_memset || !hz_memset || glibc_memset == hz_memset ||
+	    !dlsym(RTLD_DEFAULT, "hz_stat")) {
+		fprintf(stderr, "memset_bench: glibc's and hugezero's memset not both found\n");
+		return 1;
+	}
+	hz_fill_fn glibc_fill = glibc_memset;
+
 	struct variant v[MAXV];
 	int nv = 0;
-	hz_fill_fn glibc_fill = glibc_memset;
 	v[nv++] = (struct variant){"glibc", glibc_fill};
 	for (unsigned k = 0; k < hz_nkernels; k++)
 		if (hz_kernel_usable(k) && !(fill && (hz_kernels[k].flags & HZ_K_ZERO_ONLY)))
 			v[nv++] = (struct variant){hz_kernels[k].name, hz_kernels[k].fill};
-	void *so = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
-	hz_fill_fn hz_memset = so ? (hz_fill_fn)dlsym(so, "memset") : NULL;
-	if (!hz_memset) {
-		fprintf(stderr, "memset_bench: cannot load memset from %s: %s\n", lib, dlerror());
-		return 1;
-	}
 	v[nv++] = (struct variant){"hugezero", hz_memset};
 
 	size_t len = max + 4096;

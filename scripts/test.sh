@@ -19,7 +19,7 @@ scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHZ_SANITIZE=ON -
 
 echo "== aarch64 under qemu-user"
 scripts/build.sh build-aarch64 -DCMAKE_TOOLCHAIN_FILE=scripts/aarch64-linux-gnu.cmake \
-	-DHZ_TESTS=OFF -DHZ_BENCH=OFF
+	-DHZ_TESTS=OFF -DHZ_BENCH=OFF -DHZ_PRELOAD=OFF
 NM=aarch64-linux-gnu-nm tests/no_libcalls.sh build-aarch64/libhzcore.a
 for cpu in max cortex-a53; do
 	echo "-- qemu-aarch64 -cpu $cpu"

@@ -2,9 +2,9 @@
 # The built libhugezero.so preloaded into real programs: their output must
 # be identical to a run without it, and the dynamic linker must have bound
 # their memset to the library (LD_DEBUG=bindings), so the library was used.
-# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY
+# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY
 set -u
-lib=$1 fortify=$2 early=$3
+lib=$1 fortify=$2 early=$3 abi=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -126,9 +126,23 @@ else
 	bad "early constructor and signal handlers: $out"
 fi
 
+# The malloc family at its edges, across threads, calloc's zeros: the
+# same checks pass on glibc and on the library.
+for how in glibc hugezero; do
+	pre=$([ $how = hugezero ] && echo "$lib")
+	if out=$(LD_PRELOAD=$pre "$abi" 2>&1); then ok "malloc family on $how: $(echo "$out" | tail -1)"
+	else bad "malloc family on $how: $(echo "$out" | tail -5)"; fi
+done
+{ (LD_PRELOAD=$lib "$abi" doublefree >/dev/null 2>"$work/df.err"); } 2>/dev/null; rc=$?
+if [ $rc -eq 134 ] && grep -q "free(): invalid pointer" "$work/df.err"; then
+	ok "double free of a large block aborts: $(cat "$work/df.err")"
+else
+	bad "double free: exit $rc, stderr '$(cat "$work/df.err")'"
+fi
+
 # Only the interposed ABI and the hz_ API are exported.
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
-want="__bzero __explicit_bzero_chk __memset_chk bzero explicit_bzero hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat memset "
+want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat malloc malloc_trim malloc_usable_size memalign memset posix_memalign pvalloc realloc reallocarray valloc "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
 echo "$pass passed, $fail failed"

@@ -1,0 +1,204 @@
+/* The interposed malloc family. Sizes up to HZ_LARGE_MIN go to jemalloc
+ * (allocator/small.h); larger ones to hugepage arenas (allocator/large.h),
+ * whose calloc clears only dirty pages. Whose pointer a block is, is
+ * answered by the arenas' address table in O(1) without a lock.
+ * Behaviour at the edges is glibc 2.36's. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../allocator/large.h"
+#include "../allocator/small.h"
+#include "../arch/arch.h"
+
+/* Blocks from here up live in the arenas: below, jemalloc's size classes
+ * and its own reuse serve as well (bench/calloc_bench: within noise of
+ * glibc at 256 KiB and 4 MiB, 27-36x at 32 and 256 MiB). */
+#define HZ_LARGE_MIN ((size_t)1 << 20)
+
+/* The arenas assume 4 KiB pages: elsewhere everything goes to jemalloc. */
+static int large_ok(size_t size)
+{
+	return size >= HZ_LARGE_MIN && hz_page_size == HZ_PAGE;
+}
+
+static int owned(const void *p)
+{
+	return hz_large_usable(p) != 0;
+}
+
+/* glibc's message and abort for a pointer free cannot take. */
+static void __attribute__((noreturn)) bad_pointer(const char *what)
+{
+	static const char pre[] = "hugezero: ";
+	if (write(2, pre, sizeof pre - 1) < 0 || write(2, what, strlen(what)) < 0 ||
+	    write(2, "\n", 1) < 0)
+		abort();
+	abort();
+}
+
+static void *alloc(size_t size, int zero)
+{
+	if (large_ok(size))
+		return hz_large_alloc(size, zero);
+	void *p = mallocx(size ? size : 1, zero ? HZ_JE_ZERO : 0);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+HZ_EXPORT void *malloc(size_t size)
+{
+	return alloc(size, 0);
+}
+
+HZ_EXPORT void *calloc(size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc(total, 1);
+}
+
+HZ_EXPORT void free(void *p)
+{
+	if (!p)
+		return;
+	int saved = errno; /* free preserves errno (POSIX 2024, glibc 2.33) */
+	struct hz_chunk *c = hz_large_chunk(p);
+	if (c || owned(p)) {
+		if (hz_large_free(p))
+			bad_pointer("free(): invalid pointer");
+	} else {
+		dallocx(p, 0);
+	}
+	errno = saved;
+}
+
+HZ_EXPORT void free_sized(void *p, size_t size)
+{
+	(void)size;
+	free(p);
+}
+
+HZ_EXPORT void free_aligned_sized(void *p, size_t align, size_t size)
+{
+	(void)align;
+	(void)size;
+	free(p);
+}
+
+HZ_EXPORT size_t malloc_usable_size(void *p)
+{
+	if (!p)
+		return 0;
+	size_t n = hz_large_usable(p);
+	if (n || hz_large_chunk(p))
+		return n;
+	return sallocx(p, 0);
+}
+
+HZ_EXPORT void *realloc(void *p, size_t size)
+{
+	if (!p)
+		return malloc(size);
+	if (size == 0) { /* glibc: frees, returns NULL */
+		free(p);
+		return NULL;
+	}
+	size_t old = hz_large_usable(p);
+	if (old && large_ok(size))
+		return hz_large_realloc(p, size);
+	if (!old && !hz_large_chunk(p) && !large_ok(size)) {
+		void *q = rallocx(p, size, 0);
+		if (!q)
+			errno = ENOMEM;
+		return q;
+	}
+	if (!old && hz_large_chunk(p))
+		bad_pointer("realloc(): invalid pointer");
+	/* Between jemalloc and the arenas: a new block, the bytes copied. */
+	size_t have = old ? old : sallocx(p, 0);
+	void *q = alloc(size, 0);
+	if (!q)
+		return NULL;
+	memcpy(q, p, have < size ? have : size);
+	free(p);
+	return q;
+}
+
+HZ_EXPORT void *reallocarray(void *p, size_t n, size_t size)
+{
+	size_t total;
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(p, total);
+}
+
+/* align: a power of two. Up to a page, the arenas' blocks qualify; larger
+ * alignments go to jemalloc, which honours any. */
+static void *alloc_aligned(size_t align, size_t size)
+{
+	if (align <= HZ_PAGE && large_ok(size))
+		return hz_large_alloc(size, 0);
+	void *p = mallocx(size ? size : 1, HZ_JE_LG_ALIGN(__builtin_ctzl(align)));
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+HZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
+{
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return EINVAL;
+	int saved = errno; /* posix_memalign reports in its result only */
+	void *p = alloc_aligned(align, size);
+	errno = saved;
+	if (!p)
+		return ENOMEM;
+	*out = p;
+	return 0;
+}
+
+/* glibc 2.36's aligned_alloc is memalign (2.38 made bad alignments EINVAL). */
+HZ_EXPORT void *aligned_alloc(size_t align, size_t size) __attribute__((alias("memalign")));
+
+HZ_EXPORT void *memalign(size_t align, size_t size)
+{
+	/* glibc takes any alignment, rounded up to a power of two. */
+	if (align > ((size_t)1 << (sizeof(size_t) * 8 - 2))) {
+		errno = EINVAL;
+		return NULL;
+	}
+	size_t a = sizeof(void *);
+	while (a < align)
+		a <<= 1;
+	return alloc_aligned(a, size);
+}
+
+HZ_EXPORT void *valloc(size_t size)
+{
+	return alloc_aligned(hz_page_size, size);
+}
+
+HZ_EXPORT void *pvalloc(size_t size)
+{
+	size_t ps = hz_page_size;
+	if (size > SIZE_MAX - ps) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return alloc_aligned(ps, size ? (size + ps - 1) & ~(ps - 1) : ps);
+}
+
+HZ_EXPORT int malloc_trim(size_t pad)
+{
+	(void)pad;
+	return hz_large_trim() != 0;
+}
