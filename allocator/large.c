@@ -22,13 +22,14 @@ struct huge {
 /* ---- registry: chunk index (address >> HZ_CHUNK_SHIFT) to what is
  * there: a chunk, or (low bit set) a huge block's descriptor ---- */
 
-#define REG_BITS (47 - HZ_CHUNK_SHIFT) /* user address space of x86-64, arm64 */
-#define REG_LEAF_BITS 11
+#define REG_BITS HZ_REG_BITS
+#define REG_LEAF_BITS HZ_REG_LEAF_BITS
 #define REG_ROOT (1u << (REG_BITS - REG_LEAF_BITS))
 #define REG_LEAF (1u << REG_LEAF_BITS)
 #define REG_HUGE ((uintptr_t)1)
 
-static uintptr_t *reg_root[REG_ROOT];
+uintptr_t *hz_reg_root[REG_ROOT];
+#define reg_root hz_reg_root
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uintptr_t reg_get(const void *p)
@@ -44,6 +45,12 @@ struct hz_chunk *hz_large_chunk(const void *p)
 {
 	uintptr_t e = reg_get(p);
 	return e & REG_HUGE ? NULL : (struct hz_chunk *)e;
+}
+
+int hz_large_in_huge(const void *p, uintptr_t e)
+{
+	const struct huge *h = (const struct huge *)(e & ~REG_HUGE);
+	return (uintptr_t)p - (uintptr_t)h->base < h->mapped;
 }
 
 /* The huge block whose first byte is p, live or cached; NULL otherwise. */

@@ -30,6 +30,31 @@ extern uint64_t hz_dirty_decay_ns;
  * page). NULL with errno ENOMEM when size is out of range or memory is
  * exhausted. */
 void *hz_large_alloc(size_t size, int zero);
+/* The address table: chunk index (address >> HZ_CHUNK_SHIFT) to a chunk,
+ * or a huge block's descriptor, in two levels (large.c). */
+#define HZ_REG_BITS (47 - HZ_CHUNK_SHIFT) /* user address space of x86-64, arm64 */
+#define HZ_REG_LEAF_BITS 11
+__attribute__((visibility("hidden"))) extern uintptr_t *hz_reg_root[];
+
+/* Whether p lies in a huge block registered as entry e (its mapping may
+ * end inside its last slot, where other memory can follow). */
+__attribute__((visibility("hidden"))) int hz_large_in_huge(const void *p, uintptr_t e);
+
+/* Whether p lies in memory of the arenas (a chunk or a huge block): two
+ * loads, no lock, inline on free's path. Memory outside is someone
+ * else's (jemalloc's). */
+static inline int hz_large_owns(const void *p)
+{
+	uintptr_t i = (uintptr_t)p >> HZ_CHUNK_SHIFT;
+	if (i >> HZ_REG_BITS)
+		return 0;
+	uintptr_t *leaf = __atomic_load_n(&hz_reg_root[i >> HZ_REG_LEAF_BITS], __ATOMIC_ACQUIRE);
+	uintptr_t e = leaf ? __atomic_load_n(&leaf[i & ((1u << HZ_REG_LEAF_BITS) - 1)],
+					     __ATOMIC_ACQUIRE) : 0;
+	if (!(e & 1)) /* none, or a chunk, which fills its slot */
+		return e != 0;
+	return hz_large_in_huge(p, e);
+}
 /* The chunk holding p, or NULL when no chunk of this allocator does (a
  * huge block is not in a chunk). */
 struct hz_chunk *hz_large_chunk(const void *p);

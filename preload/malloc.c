@@ -24,11 +24,6 @@ static int large_ok(size_t size)
 	return size >= HZ_LARGE_MIN && hz_page_size == HZ_PAGE;
 }
 
-static int owned(const void *p)
-{
-	return hz_large_usable(p) != 0;
-}
-
 /* glibc's message and abort for a pointer free cannot take. */
 static void __attribute__((noreturn)) bad_pointer(const char *what)
 {
@@ -69,8 +64,7 @@ HZ_EXPORT void free(void *p)
 	if (!p)
 		return;
 	int saved = errno; /* free preserves errno (POSIX 2024, glibc 2.33) */
-	struct hz_chunk *c = hz_large_chunk(p);
-	if (c || owned(p)) {
+	if (hz_unlikely(hz_large_owns(p))) {
 		if (hz_large_free(p))
 			bad_pointer("free(): invalid pointer");
 	} else {
@@ -96,9 +90,8 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	size_t n = hz_large_usable(p);
-	if (n || hz_large_chunk(p))
-		return n;
+	if (hz_unlikely(hz_large_owns(p)))
+		return hz_large_usable(p);
 	return sallocx(p, 0);
 }
 
@@ -110,17 +103,18 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 		free(p);
 		return NULL;
 	}
-	size_t old = hz_large_usable(p);
+	int mine = hz_large_owns(p);
+	size_t old = mine ? hz_large_usable(p) : 0;
+	if (mine && !old)
+		bad_pointer("realloc(): invalid pointer");
 	if (old && large_ok(size))
 		return hz_large_realloc(p, size);
-	if (!old && !hz_large_chunk(p) && !large_ok(size)) {
+	if (!mine && !large_ok(size)) {
 		void *q = rallocx(p, size, 0);
 		if (!q)
 			errno = ENOMEM;
 		return q;
 	}
-	if (!old && hz_large_chunk(p))
-		bad_pointer("realloc(): invalid pointer");
 	/* Between jemalloc and the arenas: a new block, the bytes copied. */
 	size_t have = old ? old : sallocx(p, 0);
 	void *q = alloc(size, 0);

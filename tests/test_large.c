@@ -57,6 +57,10 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 	cr_assert(all_bytes(p, n, 0, &bad));
 	memset(p, 0xEE, n);
 	cr_assert_eq(hz_large_free(p + HZ_PAGE), -1, "interior pointer");
+	cr_assert(hz_large_owns(p) && hz_large_owns(p + n - 1), "its own block");
+	if (((uintptr_t)(p + ((size_t)100 << 20)) & (HZ_CHUNK_SIZE - 1)) != 0)
+		cr_assert_not(hz_large_owns(p + ((size_t)100 << 20)),
+			      "past the mapping, in its last slot: not ours");
 	cr_assert_eq(hz_large_free(p), 0);
 	cr_assert_eq(hz_large_free(p), -1, "double free");
 	cr_assert_eq(hz_large_usable(p), 0);
