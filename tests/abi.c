@@ -1,7 +1,9 @@
 /* The malloc family at its edges, run with libhugezero.so preloaded (and
  * without it, as the reference: every check holds for glibc too). Prints
  * one line per failure and "N passed, N failed". With "doublefree" it
- * frees a large block twice, which must abort with a message. */
+ * frees a large block twice, which must abort with a message; with
+ * "rlimit" it runs out of address space (RLIMIT_AS); with "nothp" it runs
+ * with transparent huge pages disabled for the process. */
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -9,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 static unsigned pass, fail;
@@ -166,8 +170,44 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Out of address space: NULL and ENOMEM, no crash, and once freed the
+ * memory serves again (nothing was lost). */
+static void out_of_memory(void)
+{
+	struct rlimit rl = {(rlim_t)1 << 30, (rlim_t)1 << 30}; /* 1 GiB of address space */
+	CHECK(setrlimit(RLIMIT_AS, &rl) == 0, "setrlimit");
+	errno = 0;
+	CHECK(malloc(id((size_t)2 << 30)) == NULL && errno == ENOMEM, "malloc(2 GiB) under 1 GiB");
+	errno = 0;
+	CHECK(calloc(1, id((size_t)1 << 30)) == NULL && errno == ENOMEM, "calloc(1 GiB) under 1 GiB");
+	enum { MAXB = 512 };
+	static void *b[MAXB];
+	int n = 0;
+	while (n < MAXB && (b[n] = malloc(id((size_t)8 << 20))))
+		memset(b[n++], 0x11, 4096);
+	CHECK(n > 8 && n < MAXB, "%d blocks of 8 MiB under 1 GiB", n);
+	void *small = malloc(id(200)); /* small blocks still come from elsewhere */
+	CHECK(small != NULL || errno == ENOMEM, "small malloc at the limit");
+	free(small);
+	for (int i = 0; i < n; i++)
+		free(b[i]);
+	int again = 0;
+	while (again < n && (b[again] = calloc(1, id((size_t)8 << 20))))
+		again++;
+	CHECK(again >= n - 2, "after freeing %d blocks only %d fit again", n, again);
+	for (int i = 0; i < again; i++)
+		free(b[i]);
+}
+
 int main(int argc, char **argv)
 {
+	if (argc > 1 && !strcmp(argv[1], "rlimit")) {
+		out_of_memory();
+		printf("%u passed, %u failed\n", pass, fail);
+		return fail != 0;
+	}
+	if (argc > 1 && !strcmp(argv[1], "nothp"))
+		CHECK(prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0, "PR_SET_THP_DISABLE");
 	if (argc > 1 && !strcmp(argv[1], "doublefree")) {
 		void (*volatile release)(void *) = free; /* not elided */
 		void *p = malloc(id((size_t)4 << 20));

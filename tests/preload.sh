@@ -130,8 +130,13 @@ fi
 # same checks pass on glibc and on the library.
 for how in glibc hugezero; do
 	pre=$([ $how = hugezero ] && echo "$lib")
-	if out=$(LD_PRELOAD=$pre "$abi" 2>&1); then ok "malloc family on $how: $(echo "$out" | tail -1)"
-	else bad "malloc family on $how: $(echo "$out" | tail -5)"; fi
+	for mode in "" nothp rlimit; do
+		if out=$(LD_PRELOAD=$pre "$abi" $mode 2>&1); then
+			ok "malloc family on $how${mode:+ ($mode)}: $(echo "$out" | tail -1)"
+		else
+			bad "malloc family on $how${mode:+ ($mode)}: $(echo "$out" | tail -5)"
+		fi
+	done
 done
 { (LD_PRELOAD=$lib "$abi" doublefree >/dev/null 2>"$work/df.err"); } 2>/dev/null; rc=$?
 if [ $rc -eq 134 ] && grep -q "free(): invalid pointer" "$work/df.err"; then
