@@ -4,7 +4,10 @@
  * answered by the arenas' address table in O(1) without a lock.
  * Behaviour at the edges is glibc 2.36's. */
 #include <errno.h>
+#include <limits.h>
+#include <malloc.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,6 +15,7 @@
 #include "../allocator/large.h"
 #include "../allocator/small.h"
 #include "../arch/arch.h"
+#include "options.h"
 
 /* Blocks from here up live in the arenas: below, jemalloc's size classes
  * and its own reuse serve as well (bench/calloc_bench: within noise of
@@ -195,4 +199,89 @@ HZ_EXPORT int malloc_trim(size_t pad)
 {
 	(void)pad;
 	return hz_large_trim() != 0;
+}
+
+/* jemalloc's figures (refreshed), and the arenas'. */
+struct totals {
+	size_t small_in_use, small_mapped, large_in_use, large_kept, large_system;
+};
+
+static void totals(struct totals *t)
+{
+	uint64_t epoch = 1;
+	size_t sz = sizeof epoch;
+	*t = (struct totals){0};
+	mallctl("epoch", &epoch, &sz, &epoch, sz);
+	sz = sizeof(size_t);
+	mallctl("stats.allocated", &t->small_in_use, &sz, NULL, 0);
+	sz = sizeof(size_t);
+	mallctl("stats.mapped", &t->small_mapped, &sz, NULL, 0);
+	struct hz_large_stats s;
+	hz_large_stats(&s);
+	t->large_in_use = s.allocated_bytes;
+	t->large_kept = s.dirty_free_bytes;
+	t->large_system = s.chunks * HZ_CHUNK_SIZE + s.huge_cached_bytes;
+}
+
+/* arena, uordblks and fordblks are jemalloc's (small blocks); hblkhd is
+ * what the hugepage arenas hand out, and what they keep free is counted in
+ * fordblks too, as glibc counts its free memory. */
+HZ_EXPORT struct mallinfo2 mallinfo2(void)
+{
+	struct totals t;
+	totals(&t);
+	struct mallinfo2 m = {0};
+	m.arena = t.small_mapped;
+	m.uordblks = t.small_in_use;
+	m.fordblks = (t.small_mapped > t.small_in_use ? t.small_mapped - t.small_in_use : 0) +
+		     t.large_kept;
+	m.hblkhd = t.large_in_use;
+	return m;
+}
+
+static int clamp(size_t v)
+{
+	return v > INT_MAX ? INT_MAX : (int)v;
+}
+
+HZ_EXPORT struct mallinfo mallinfo(void)
+{
+	struct mallinfo2 m2 = mallinfo2();
+	struct mallinfo m = {0};
+	m.arena = clamp(m2.arena);
+	m.uordblks = clamp(m2.uordblks);
+	m.fordblks = clamp(m2.fordblks);
+	m.hblkhd = clamp(m2.hblkhd);
+	return m;
+}
+
+/* Like glibc's, on stderr, without allocating. */
+HZ_EXPORT void malloc_stats(void)
+{
+	struct totals t;
+	totals(&t);
+	char buf[512];
+	int n = snprintf(buf, sizeof buf,
+			 "small blocks (jemalloc):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+			 "large blocks (hugepage arenas):\nsystem bytes     = %10zu\n"
+			 "in use bytes     = %10zu\nfree dirty bytes = %10zu\n"
+			 "Total:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n",
+			 t.small_mapped, t.small_in_use, t.large_system, t.large_in_use, t.large_kept,
+			 t.small_mapped + t.large_system, t.small_in_use + t.large_in_use);
+	if (n > 0 && write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1) < 0)
+		return;
+}
+
+/* glibc's options are accepted and ignored (this allocator has its own,
+ * HUGEZERO_*); glibc also returns 1 for options it does not know. Verbose
+ * mode says which were ignored. */
+HZ_EXPORT int mallopt(int param, int value)
+{
+	(void)value;
+	if (hz_option_values[HZ_OPT_VERBOSE].set && hz_option_values[HZ_OPT_VERBOSE].num) {
+		char num[16];
+		snprintf(num, sizeof num, "%d", param);
+		hz_log("mallopt: ignoring glibc option ", num, " (see HUGEZERO_* options)");
+	}
+	return 1;
 }

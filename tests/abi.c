@@ -91,6 +91,32 @@ static void edges(void)
 	CHECK(malloc_usable_size(NULL) == 0, "malloc_usable_size(NULL)");
 }
 
+/* mallinfo2 sees a large block come and go; mallopt takes glibc's options;
+ * malloc_stats writes. */
+static void introspection(void)
+{
+	/* Through pointers: the compiler may drop a malloc/free pair. */
+	void *(*volatile get)(size_t) = malloc;
+	void (*volatile put)(void *) = free;
+	struct mallinfo2 a = mallinfo2();
+	unsigned char *p = get(id((size_t)64 << 20));
+	memset(p, 1, (size_t)64 << 20);
+	struct mallinfo2 b = mallinfo2();
+	put(p);
+	struct mallinfo2 c = mallinfo2();
+	size_t ua = a.uordblks + a.hblkhd, ub = b.uordblks + b.hblkhd, uc = c.uordblks + c.hblkhd;
+	CHECK(ub >= ua + ((size_t)64 << 20), "mallinfo2 in use %zu -> %zu", ua, ub);
+	CHECK(uc + ((size_t)64 << 20) <= ub, "mallinfo2 after free %zu -> %zu", ub, uc);
+	CHECK(mallopt(M_ARENA_MAX, 2) == 1, "mallopt(M_ARENA_MAX)");
+	CHECK(mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1, "mallopt(M_MMAP_THRESHOLD)");
+	CHECK(mallopt(12345, 1) == 1, "glibc takes unknown options too");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+	struct mallinfo m = mallinfo();
+#pragma GCC diagnostic pop
+	CHECK(m.arena >= 0 && m.uordblks >= 0, "mallinfo");
+}
+
 static void alignments(void)
 {
 	static const size_t sizes[] = {1, 100, (size_t)3 << 20};
@@ -216,6 +242,7 @@ int main(int argc, char **argv)
 		return 0; /* must not get here */
 	}
 	edges();
+	introspection();
 	alignments();
 	calloc_zero();
 	pthread_t t[4];

@@ -147,7 +147,7 @@ fi
 
 # Only the interposed ABI and the hz_ API are exported.
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
-want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat malloc malloc_trim malloc_usable_size memalign memset posix_memalign pvalloc realloc reallocarray valloc "
+want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat mallinfo mallinfo2 malloc malloc_stats malloc_trim malloc_usable_size mallopt memalign memset posix_memalign pvalloc realloc reallocarray valloc "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
 echo "$pass passed, $fail failed"
