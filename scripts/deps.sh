@@ -3,7 +3,7 @@
 # missing. As root it runs apt-get; otherwise it prints the command to run.
 set -eu
 pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterion-dev
-      python3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+      python3 python3-numpy sqlite3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
