@@ -195,9 +195,13 @@ HZ_EXPORT void *pvalloc(size_t size)
 	return alloc_aligned(ps, size ? (size + ps - 1) & ~(ps - 1) : ps);
 }
 
+/* Releases all it can: the arenas' free dirty pages, partial huge pages
+ * included, and jemalloc's dirty pages in every arena (4096 is jemalloc's
+ * MALLCTL_ARENAS_ALL). Returns 1 when the arenas released memory. */
 HZ_EXPORT int malloc_trim(size_t pad)
 {
 	(void)pad;
+	mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
 	return hz_large_trim() != 0;
 }
 

@@ -103,6 +103,7 @@ static void introspection(void)
 	memset(p, 1, (size_t)64 << 20);
 	struct mallinfo2 b = mallinfo2();
 	put(p);
+	malloc_trim(0);
 	struct mallinfo2 c = mallinfo2();
 	size_t ua = a.uordblks + a.hblkhd, ub = b.uordblks + b.hblkhd, uc = c.uordblks + c.hblkhd;
 	CHECK(ub >= ua + ((size_t)64 << 20), "mallinfo2 in use %zu -> %zu", ua, ub);
