@@ -60,12 +60,22 @@ static size_t page_of(const struct hz_chunk *c, const void *p)
 
 /* ---- chunk ---- */
 
-int hz_chunk_init(struct hz_chunk *c)
+int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 {
 	memset(c, 0, sizeof *c);
 	if (hz_page_size != HZ_PAGE) {
 		errno = ENOMEM; /* another page size: chunks do not apply */
 		return -1;
+	}
+	if (hugetlb) {
+		int saved = errno;
+		c->base = hz_os_map_hugetlb(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE);
+		errno = saved;
+		if (c->base) {
+			c->hugetlb = 1;
+			c->free_pages = HZ_CHUNK_PAGES;
+			return 0;
+		}
 	}
 	c->base = hz_os_map(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE);
 	if (!c->base)
@@ -254,8 +264,8 @@ size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result 
 			add(&g, h, e); /* a whole free huge page */
 			continue;
 		}
-		if (!partial)
-			continue; /* never split a huge page in use */
+		if (!partial || c->hugetlb)
+			continue; /* never split a huge page in use (hugetlb: cannot) */
 		for (size_t i = next_bit(c->used, h, e, 0); i < e;) {
 			size_t j = next_bit(c->used, i, e, 1);
 			if (next_bit(c->dirty, i, j, 1) < j)

@@ -31,15 +31,18 @@ struct hz_chunk {
 	size_t free_pages;
 	size_t dirty_free;                /* pages free and dirty: what a purge could release */
 	unsigned owner;                   /* the arena it belongs to (large.c) */
+	int hugetlb;                      /* backed by hugetlb pages, not THP */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
 };
 
-/* Maps a chunk's memory (fresh: every page known zero) and initialises c.
- * Returns 0, or -1 with errno ENOMEM. */
-int hz_chunk_init(struct hz_chunk *c);
+/* Maps a chunk's memory (fresh: every page known zero) and initialises c:
+ * with hugetlb set, from the hugetlb pool if it can give 32 pages
+ * (c->hugetlb then 1), otherwise transparent huge pages. Returns 0, or -1
+ * with errno ENOMEM. */
+int hz_chunk_init(struct hz_chunk *c, int hugetlb);
 /* Unmaps the chunk's memory. */
 void hz_chunk_destroy(struct hz_chunk *c);
 

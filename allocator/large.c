@@ -98,10 +98,37 @@ struct arena {
 	size_t cached;      /* their mapped bytes */
 	uint64_t dirty_since; /* when free dirty memory last appeared; 0: none */
 	size_t purged, purges;
+	/* Counters, under the lock. */
+	uint64_t nalloc, ncalloc, calloc_bytes, nfree;
+	uint64_t purge_ranges, purge_syscalls, purge_fallbacks;
+	uint64_t hugetlb_chunks, hugetlb_fallbacks;
 };
 
+/* One batched release's figures, counted in arena a (its lock held). */
+static size_t count_purge(struct arena *a, const struct hz_release_result *r, size_t bytes)
+{
+	if (r->ranges) {
+		a->purges++;
+		a->purge_ranges += r->ranges;
+		a->purge_syscalls += r->syscalls;
+		a->purge_fallbacks += r->fallbacks;
+	}
+	a->purged += bytes;
+	return bytes;
+}
+
 size_t hz_dirty_max = (size_t)256 << 20;
+int hz_hugetlb;
 uint64_t hz_dirty_decay_ns = (uint64_t)10000 * 1000000;
+
+static void count_alloc(struct arena *a, size_t bytes, int zero)
+{
+	a->nalloc++;
+	if (zero) {
+		a->ncalloc++;
+		a->calloc_bytes += bytes;
+	}
+}
 
 static struct arena arenas[HZ_ARENAS] = {
 	{.lock = PTHREAD_MUTEX_INITIALIZER}, {.lock = PTHREAD_MUTEX_INITIALIZER},
@@ -133,9 +160,13 @@ static struct hz_chunk *grow(struct arena *a)
 	struct hz_chunk *c = hz_os_map(meta, hz_page_size);
 	if (!c)
 		return NULL;
-	if (hz_chunk_init(c)) {
+	if (hz_chunk_init(c, hz_hugetlb)) {
 		hz_os_unmap(c, meta);
 		return NULL;
+	}
+	if (hz_hugetlb) {
+		a->hugetlb_chunks += c->hugetlb;
+		a->hugetlb_fallbacks += !c->hugetlb;
 	}
 	c->owner = (unsigned)(a - arenas);
 	if (reg_set(c->base, HZ_CHUNK_SIZE, (uintptr_t)c)) {
@@ -181,6 +212,7 @@ static void *huge_alloc(size_t size, int zero)
 		h->size = usable;
 		h->live = 1;
 		a->allocated += usable;
+		count_alloc(a, usable, zero);
 	}
 	pthread_mutex_unlock(&a->lock);
 
@@ -215,6 +247,7 @@ static void *huge_alloc(size_t size, int zero)
 	}
 	pthread_mutex_lock(&a->lock);
 	a->allocated += usable;
+	count_alloc(a, usable, zero);
 	if (zero)
 		a->known_zero += usable;
 	pthread_mutex_unlock(&a->lock);
@@ -256,8 +289,9 @@ static void arena_bound(struct arena *a)
 		return;
 	for (unsigned k = 0; k < a->nchunks; k++)
 		if (a->chunks[k]->dirty_free >= HZ_HUGE_PAGES) {
-			a->purged += hz_chunk_purge(a->chunks[k], 0, NULL);
-			a->purges++;
+			struct hz_release_result r;
+			size_t bytes = hz_chunk_purge(a->chunks[k], 0, &r);
+			count_purge(a, &r, bytes);
 		}
 	while (a->cache && (expired || arena_dirty(a) > hz_dirty_max)) {
 		struct huge **pp = &a->cache;
@@ -281,6 +315,7 @@ static int huge_free(struct huge *h)
 		return -1;
 	}
 	h->live = 0;
+	a->nfree++;
 	a->allocated -= h->size;
 	h->next = a->cache;
 	a->cache = h;
@@ -317,6 +352,7 @@ void *hz_large_alloc(size_t size, int zero)
 			a->known_zero += hz_chunk_calloc_clear(c, p);
 		hz_chunk_mark_dirty(c, p); /* the program writes it from now on */
 		a->allocated += npages << HZ_PAGE_SHIFT;
+		count_alloc(a, npages << HZ_PAGE_SHIFT, zero);
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (!p)
@@ -356,11 +392,51 @@ int hz_large_free(void *p)
 	pthread_mutex_lock(&a->lock);
 	size_t n = hz_chunk_free(c, p);
 	if (n) {
+		a->nfree++;
 		a->allocated -= n << HZ_PAGE_SHIFT;
 		arena_bound(a);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return n ? 0 : -1;
+}
+
+/* In place, under the block's arena lock: a chunk block resized within
+ * its chunk, or a huge block within its mapping. 0 when done. */
+static int resize_in_place(void *p, size_t old, size_t size)
+{
+	struct hz_chunk *c = hz_large_chunk(p);
+	if (c && size <= HZ_LARGE_MAX) {
+		struct arena *a = arena_of_chunk(c);
+		size_t np = (size + HZ_PAGE - 1) >> HZ_PAGE_SHIFT;
+		pthread_mutex_lock(&a->lock);
+		int ok = hz_chunk_resize(c, p, np) == 0;
+		if (ok)
+			a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
+		pthread_mutex_unlock(&a->lock);
+		return ok ? 0 : -1;
+	}
+	struct huge *h = huge_at(p);
+	if (h && size > HZ_LARGE_MAX) {
+		struct arena *a = &arenas[h->owner];
+		size_t usable = round_up(size, HZ_PAGE);
+		pthread_mutex_lock(&a->lock);
+		int ok = round_up(size, HZ_HUGE_SIZE) == h->mapped;
+		if (ok) {
+			a->allocated = a->allocated - h->size + usable;
+			h->size = usable;
+		}
+		pthread_mutex_unlock(&a->lock);
+		return ok ? 0 : -1;
+	}
+	return -1;
+}
+
+size_t hz_large_resize(void *p, size_t size)
+{
+	size_t old = hz_large_usable(p);
+	if (old && size && size <= HZ_HUGE_MAX && size != old)
+		resize_in_place(p, old, size);
+	return hz_large_usable(p);
 }
 
 void *hz_large_realloc(void *p, size_t size)
@@ -374,30 +450,14 @@ void *hz_large_realloc(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	struct hz_chunk *c = hz_large_chunk(p);
-	if (c && size <= HZ_LARGE_MAX) {
-		struct arena *a = arena_of_chunk(c);
-		size_t np = (size + HZ_PAGE - 1) >> HZ_PAGE_SHIFT;
-		pthread_mutex_lock(&a->lock);
-		int ok = hz_chunk_resize(c, p, np) == 0;
-		if (ok)
-			a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
-		pthread_mutex_unlock(&a->lock);
-		if (ok)
-			return p;
-	}
+	if (!resize_in_place(p, old, size))
+		return p;
 	struct huge *h = huge_at(p);
 	if (h && size > HZ_LARGE_MAX) {
 		/* Same arena lock for the whole move: the block stays live. */
 		struct arena *a = &arenas[h->owner];
 		size_t mapped = round_up(size, HZ_HUGE_SIZE), usable = round_up(size, HZ_PAGE);
 		pthread_mutex_lock(&a->lock);
-		if (mapped == h->mapped) {
-			a->allocated = a->allocated - h->size + usable;
-			h->size = usable;
-			pthread_mutex_unlock(&a->lock);
-			return p;
-		}
 		/* A new place aligned to the chunk size, then the pages moved
 		 * there by the kernel. */
 		unsigned char *dst = hz_os_map(mapped, HZ_CHUNK_SIZE);
@@ -456,8 +516,11 @@ size_t hz_large_trim(void)
 	for (int i = 0; i < HZ_ARENAS; i++) {
 		struct arena *a = &arenas[i];
 		pthread_mutex_lock(&a->lock);
-		for (unsigned k = 0; k < a->nchunks; k++)
-			bytes += hz_chunk_purge(a->chunks[k], 1, NULL);
+		for (unsigned k = 0; k < a->nchunks; k++) {
+			struct hz_release_result r;
+			size_t b = hz_chunk_purge(a->chunks[k], 1, &r);
+			bytes += count_purge(a, &r, b);
+		}
 		pthread_mutex_unlock(&a->lock);
 	}
 	return bytes;
@@ -476,6 +539,15 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->dirty_free_bytes += arena_dirty(a);
 		out->purged_bytes += a->purged;
 		out->purges += a->purges;
+		out->allocs += a->nalloc;
+		out->callocs += a->ncalloc;
+		out->calloc_bytes += a->calloc_bytes;
+		out->frees += a->nfree;
+		out->purge_ranges += a->purge_ranges;
+		out->purge_syscalls += a->purge_syscalls;
+		out->purge_fallbacks += a->purge_fallbacks;
+		out->hugetlb_chunks += a->hugetlb_chunks;
+		out->hugetlb_fallbacks += a->hugetlb_fallbacks;
 		pthread_mutex_unlock(&a->lock);
 	}
 }

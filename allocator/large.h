@@ -22,6 +22,9 @@
  * blocks alike), and how long; set once at initialisation. */
 extern size_t hz_dirty_max;
 extern uint64_t hz_dirty_decay_ns;
+/* Whether chunks come from the hugetlb pool (MAP_HUGETLB) when it can give
+ * them; otherwise, and for huge blocks, transparent huge pages. */
+extern int hz_hugetlb;
 #define HZ_ARENAS 4
 
 /* A block of at least size bytes (0 < size <= HZ_HUGE_MAX), page-aligned;
@@ -70,6 +73,16 @@ int hz_large_free(void *p);
  * errno ENOMEM (p untouched), or NULL with errno EINVAL when p is not a
  * live block. */
 void *hz_large_realloc(void *p, size_t size);
+/* Resizes the live block at p to size bytes only where it stays in place
+ * (jemalloc's xallocx); returns its usable size after, or 0 when p is not
+ * a live block. */
+size_t hz_large_resize(void *p, size_t size);
+/* The usable size hz_large_alloc(size) gives (whole pages), or 0 when size
+ * is out of range. */
+static inline size_t hz_large_good_size(size_t size)
+{
+	return size && size <= HZ_HUGE_MAX ? (size + HZ_PAGE - 1) & ~(size_t)(HZ_PAGE - 1) : 0;
+}
 
 /* Releases every free dirty page of every chunk, partial huge pages
  * included (malloc_trim); returns the bytes released. */
@@ -78,7 +91,10 @@ size_t hz_large_trim(void);
 /* Counters, for tests and reports. */
 struct hz_large_stats {
 	size_t chunks, allocated_bytes, calloc_bytes_known_zero, huge_cached_bytes;
-	size_t dirty_free_bytes, purged_bytes, purges;
+	size_t dirty_free_bytes, purged_bytes;
+	uint64_t allocs, callocs, calloc_bytes, frees;
+	uint64_t purges, purge_ranges, purge_syscalls, purge_fallbacks; /* purges: batches */
+	uint64_t hugetlb_chunks, hugetlb_fallbacks;
 };
 void hz_large_stats(struct hz_large_stats *out);
 

@@ -17,9 +17,11 @@
  * the page size). Returns NULL with errno ENOMEM on failure (EINVAL for a
  * bad alignment). */
 HZ_HIDDEN void *hz_os_map(size_t size, size_t align);
-/* Maps size bytes backed by hugetlb pages of HZ_HUGE_SIZE; NULL when none
- * are available (the caller falls back and counts it). */
-HZ_HIDDEN void *hz_os_map_hugetlb(size_t size);
+/* Maps size bytes (a multiple of HZ_HUGE_SIZE) backed by hugetlb pages of
+ * HZ_HUGE_SIZE, aligned to align, reserved from the pool at once; NULL
+ * when the pool cannot give them (the caller falls back and counts it).
+ * errno is left as it was. */
+HZ_HIDDEN void *hz_os_map_hugetlb(size_t size, size_t align);
 /* Unmaps [p, p+size). Returns 0 or -errno. */
 HZ_HIDDEN int hz_os_unmap(void *p, size_t size);
 /* Asks for transparent huge pages on [p, p+size) (MADV_HUGEPAGE); 0 or

@@ -61,9 +61,27 @@ void *hz_os_map(size_t size, size_t align)
 	return (void *)a;
 }
 
-void *hz_os_map_hugetlb(size_t size)
+void *hz_os_map_hugetlb(size_t size, size_t align)
 {
-	return map_raw(size, MAP_HUGETLB | MAP_HUGE_2MB);
+	/* An aligned hole found with an ordinary mapping, then the hugetlb
+	 * mapping put there without replacing anything (another thread may
+	 * have mapped the hole meanwhile: then this fails). No
+	 * MAP_NORESERVE: the pages are reserved now, so a short pool fails
+	 * here rather than with SIGBUS at the first touch. */
+	unsigned char *hole = hz_os_map(size, align);
+	if (!hole)
+		return NULL;
+	hz_os_unmap(hole, size);
+	long r = sys6(SYS_mmap, (long)hole, (long)size, PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_FIXED_NOREPLACE,
+		      -1, 0);
+	if (r == -1)
+		return NULL;
+	if ((unsigned char *)r != hole) { /* kernels before 4.17 take it as a hint */
+		hz_os_unmap((void *)r, size);
+		return NULL;
+	}
+	return hole;
 }
 
 int hz_os_unmap(void *p, size_t size)

@@ -158,6 +158,7 @@ struct hz_counters_raw {
 	uint64_t bytes[HZ_MAX_KERNELS];
 	uint64_t memset_chk_calls;
 	uint64_t hinted_calls;
+	uint64_t memset_large_calls, memset_large_bytes; /* memset above HZ_SMALL_MAX */
 };
 HZ_HIDDEN extern struct hz_counters_raw hz_counters_raw;
 

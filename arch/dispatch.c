@@ -26,6 +26,8 @@ void *hz_memset_exit(void *p, int c, size_t n)
 
 void *hz_memset_large(void *p, int c, size_t n)
 {
+	__atomic_fetch_add(&hz_counters_raw.memset_large_calls, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&hz_counters_raw.memset_large_bytes, n, __ATOMIC_RELAXED);
 	hz_fill_with(hz_policy_pick(&hz_policy, c, n), p, c, n);
 	return p;
 }

@@ -10,6 +10,7 @@
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "options.h"
+#include "stats.h"
 
 struct hz_cpu hz_cpu;
 size_t hz_page_size = 4096;
@@ -71,6 +72,9 @@ void hz_init(void)
 
 	if (o[HZ_OPT_DIRTY_MAX].set)
 		hz_dirty_max = o[HZ_OPT_DIRTY_MAX].size;
+	hz_stats_init();
+	if (o[HZ_OPT_HUGETLB].set)
+		hz_hugetlb = o[HZ_OPT_HUGETLB].num;
 	if (o[HZ_OPT_DIRTY_DECAY_MS].set)
 		hz_dirty_decay_ns = (uint64_t)o[HZ_OPT_DIRTY_DECAY_MS].size * 1000000u;
 
@@ -123,27 +127,4 @@ HZ_EXPORT const char *hz_kernel_for(int c, size_t n)
 	if (n <= HZ_SMALL_MAX)
 		return "front";
 	return hz_kernels[hz_policy_pick(&hz_policy, c, n)].name;
-}
-
-HZ_EXPORT int hz_stat(const char *name, uint64_t *value)
-{
-	static const char pre[] = "kernel.";
-	const struct hz_counters_raw *r = &hz_counters_raw;
-	if (!strcmp(name, "memset_chk.calls"))
-		return *value = __atomic_load_n(&r->memset_chk_calls, __ATOMIC_RELAXED), 0;
-	if (!strcmp(name, "hinted.calls"))
-		return *value = __atomic_load_n(&r->hinted_calls, __ATOMIC_RELAXED), 0;
-	if (strncmp(name, pre, sizeof pre - 1))
-		return ENOENT;
-	const char *k = name + sizeof pre - 1;
-	for (unsigned i = 0; i < hz_nkernels; i++) {
-		size_t len = strlen(hz_kernels[i].name);
-		if (strncmp(k, hz_kernels[i].name, len) || k[len] != '.')
-			continue;
-		if (!strcmp(k + len, ".calls"))
-			return *value = __atomic_load_n(&r->calls[i], __ATOMIC_RELAXED), 0;
-		if (!strcmp(k + len, ".bytes"))
-			return *value = __atomic_load_n(&r->bytes[i], __ATOMIC_RELAXED), 0;
-	}
-	return ENOENT;
 }

@@ -16,6 +16,7 @@
 #include "../allocator/small.h"
 #include "../arch/arch.h"
 #include "options.h"
+#include "stats.h"
 
 /* Blocks from here up live in the arenas: below, jemalloc's size classes
  * and its own reuse serve as well (bench/calloc_bench: within noise of
@@ -42,7 +43,7 @@ static void *alloc(size_t size, int zero)
 {
 	if (large_ok(size))
 		return hz_large_alloc(size, zero);
-	void *p = mallocx(size ? size : 1, zero ? HZ_JE_ZERO : 0);
+	void *p = hz_je_mallocx(size ? size : 1, zero ? HZ_JE_ZERO : 0);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -72,7 +73,7 @@ HZ_EXPORT void free(void *p)
 		if (hz_large_free(p))
 			bad_pointer("free(): invalid pointer");
 	} else {
-		dallocx(p, 0);
+		hz_je_dallocx(p, 0);
 	}
 	errno = saved;
 }
@@ -96,7 +97,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (hz_unlikely(hz_large_owns(p)))
 		return hz_large_usable(p);
-	return sallocx(p, 0);
+	return hz_je_sallocx(p, 0);
 }
 
 HZ_EXPORT void *realloc(void *p, size_t size)
@@ -114,13 +115,13 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 	if (old && large_ok(size))
 		return hz_large_realloc(p, size);
 	if (!mine && !large_ok(size)) {
-		void *q = rallocx(p, size, 0);
+		void *q = hz_je_rallocx(p, size, 0);
 		if (!q)
 			errno = ENOMEM;
 		return q;
 	}
 	/* Between jemalloc and the arenas: a new block, the bytes copied. */
-	size_t have = old ? old : sallocx(p, 0);
+	size_t have = old ? old : hz_je_sallocx(p, 0);
 	void *q = alloc(size, 0);
 	if (!q)
 		return NULL;
@@ -145,7 +146,7 @@ static void *alloc_aligned(size_t align, size_t size)
 {
 	if (align <= HZ_PAGE && large_ok(size))
 		return hz_large_alloc(size, 0);
-	void *p = mallocx(size ? size : 1, HZ_JE_LG_ALIGN(__builtin_ctzl(align)));
+	void *p = hz_je_mallocx(size ? size : 1, HZ_JE_LG_ALIGN(__builtin_ctzl(align)));
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -201,7 +202,7 @@ HZ_EXPORT void *pvalloc(size_t size)
 HZ_EXPORT int malloc_trim(size_t pad)
 {
 	(void)pad;
-	mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
+	hz_je_mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
 	return hz_large_trim() != 0;
 }
 
@@ -215,11 +216,11 @@ static void totals(struct totals *t)
 	uint64_t epoch = 1;
 	size_t sz = sizeof epoch;
 	*t = (struct totals){0};
-	mallctl("epoch", &epoch, &sz, &epoch, sz);
+	hz_je_mallctl("epoch", &epoch, &sz, &epoch, sz);
 	sz = sizeof(size_t);
-	mallctl("stats.allocated", &t->small_in_use, &sz, NULL, 0);
+	hz_je_mallctl("stats.allocated", &t->small_in_use, &sz, NULL, 0);
 	sz = sizeof(size_t);
-	mallctl("stats.mapped", &t->small_mapped, &sz, NULL, 0);
+	hz_je_mallctl("stats.mapped", &t->small_mapped, &sz, NULL, 0);
 	struct hz_large_stats s;
 	hz_large_stats(&s);
 	t->large_in_use = s.allocated_bytes;
@@ -259,6 +260,31 @@ HZ_EXPORT struct mallinfo mallinfo(void)
 	return m;
 }
 
+/* The embedded jemalloc's own counters, refreshed: calls its arenas
+ * served (thread caches included). */
+void hz_small_counters(hz_counter_fn fn, void *arg)
+{
+	static const char *const names[][2] = {
+		{"malloc.small.calls", "stats.arenas.4096.small.nmalloc"},
+		{"malloc.small.frees", "stats.arenas.4096.small.ndalloc"},
+		{"malloc.small.large_calls", "stats.arenas.4096.large.nmalloc"},
+		{"malloc.small.large_frees", "stats.arenas.4096.large.ndalloc"},
+	};
+	uint64_t epoch = 1;
+	size_t sz = sizeof epoch;
+	hz_je_mallctl("epoch", &epoch, &sz, &epoch, sz);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		uint64_t v = 0;
+		sz = sizeof v;
+		hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
+		fn(arg, names[i][0], v);
+	}
+	struct totals t;
+	totals(&t);
+	fn(arg, "malloc.small.allocated_bytes", t.small_in_use);
+	fn(arg, "malloc.small.mapped_bytes", t.small_mapped);
+}
+
 /* Like glibc's, on stderr, without allocating. */
 HZ_EXPORT void malloc_stats(void)
 {
@@ -288,4 +314,116 @@ HZ_EXPORT int mallopt(int param, int value)
 		hz_log("mallopt: ignoring glibc option ", num, " (see HUGEZERO_* options)");
 	}
 	return 1;
+}
+
+/* ---- jemalloc's extended API, routed by owner ----
+ * Programs built for jemalloc (Debian's redis-server) call these on
+ * pointers they got from malloc: each reaches whoever owns the pointer.
+ * Large requests with no alignment above a page and no explicit jemalloc
+ * arena go to the hugepage arenas, as malloc's do; the rest to the
+ * embedded jemalloc, flags and all. */
+
+static int large_flags_ok(size_t size, int flags)
+{
+	return large_ok(size) && HZ_JE_ALIGN_OF(flags) <= HZ_PAGE && !(flags & HZ_JE_ARENA_MASK);
+}
+
+HZ_EXPORT void *mallocx(size_t size, int flags)
+{
+	if (large_flags_ok(size, flags))
+		return hz_large_alloc(size, flags & HZ_JE_ZERO);
+	return hz_je_mallocx(size, flags);
+}
+
+HZ_EXPORT size_t nallocx(size_t size, int flags)
+{
+	if (large_flags_ok(size, flags))
+		return hz_large_good_size(size);
+	return hz_je_nallocx(size, flags);
+}
+
+HZ_EXPORT size_t sallocx(const void *p, int flags)
+{
+	(void)flags;
+	return malloc_usable_size((void *)p);
+}
+
+HZ_EXPORT void dallocx(void *p, int flags)
+{
+	if (hz_unlikely(hz_large_owns(p))) {
+		if (hz_large_free(p))
+			bad_pointer("dallocx(): invalid pointer");
+	} else {
+		hz_je_dallocx(p, flags);
+	}
+}
+
+HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
+{
+	if (hz_unlikely(hz_large_owns(p))) {
+		if (hz_large_free(p))
+			bad_pointer("sdallocx(): invalid pointer");
+	} else {
+		hz_je_sdallocx(p, size, flags);
+	}
+}
+
+/* Moves the block when needed; with MALLOCX_ZERO the bytes past the old
+ * size read as zero. NULL (p untouched) when memory is exhausted. */
+HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
+{
+	int mine = hz_large_owns(p);
+	size_t old = mine ? hz_large_usable(p) : 0;
+	if (mine && !old)
+		bad_pointer("rallocx(): invalid pointer");
+	int large = large_flags_ok(size, flags);
+	if (mine && large && !(flags & HZ_JE_ZERO))
+		return hz_large_realloc(p, size);
+	if (!mine && !large)
+		return hz_je_rallocx(p, size, flags);
+	/* Between owners, or zeroing: a new block, the bytes copied. */
+	size_t have = mine ? old : hz_je_sallocx(p, 0);
+	void *q = mallocx(size, flags);
+	if (!q)
+		return NULL;
+	memcpy(q, p, have < size ? have : size);
+	dallocx(p, 0);
+	return q;
+}
+
+/* Resizes in place only, to at least size and at most size + extra bytes
+ * where it can; returns the usable size after. */
+HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	if (hz_unlikely(hz_large_owns(p))) {
+		size_t want = size + extra < size ? SIZE_MAX : size + extra;
+		if (hz_large_resize(p, want) < size && want != size)
+			hz_large_resize(p, size);
+		return hz_large_usable(p);
+	}
+	return hz_je_xallocx(p, size, extra, flags);
+}
+
+/* jemalloc's control and statistics interface: the embedded jemalloc's
+ * (small blocks); the arenas report through malloc_stats and mallinfo2. */
+HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+{
+	return hz_je_mallctl(name, oldp, oldlenp, newp, newlen);
+}
+
+HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)
+{
+	return hz_je_mallctlnametomib(name, mibp, miblenp);
+}
+
+HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
+			   void *newp, size_t newlen)
+{
+	return hz_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
+}
+
+HZ_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
+				  const char *opts)
+{
+	hz_je_malloc_stats_print(write_cb, cbopaque, opts);
 }

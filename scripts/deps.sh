@@ -3,7 +3,12 @@
 # missing. As root it runs apt-get; otherwise it prints the command to run.
 set -eu
 pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterion-dev
-      python3 python3-numpy sqlite3 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
+      gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
+      # real programs the preloaded library is tested under
+      python3 python3-numpy sqlite3 redis-server redis-tools postgresql-15
+      openjdk-17-jdk-headless
+      # the other allocators the benchmarks compare against
+      libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -15,27 +15,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-static unsigned pass, fail;
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (cond)                                                      \
-			pass++;                                                \
-		else {                                                         \
-			fail++;                                                \
-			printf("FAIL %s:%d: ", __FILE__, __LINE__);            \
-			printf(__VA_ARGS__);                                   \
-			printf("\n");                                          \
-		}                                                              \
-	} while (0)
-
-static int all(const unsigned char *p, size_t n, unsigned char c)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i] != c)
-			return 0;
-	return 1;
-}
+#include "check.h"
 
 /* Opaque to the compiler: it may not fold the calls below away. */
 static size_t (*volatile opaque)(size_t) = NULL;
@@ -230,8 +210,7 @@ int main(int argc, char **argv)
 {
 	if (argc > 1 && !strcmp(argv[1], "rlimit")) {
 		out_of_memory();
-		printf("%u passed, %u failed\n", pass, fail);
-		return fail != 0;
+		return report();
 	}
 	if (argc > 1 && !strcmp(argv[1], "nothp"))
 		CHECK(prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0, "PR_SET_THP_DISABLE");
@@ -254,6 +233,5 @@ int main(int argc, char **argv)
 		pthread_join(t[i], &r);
 		CHECK(r == NULL, "thread %d failed: %p", i, r);
 	}
-	printf("%u passed, %u failed\n", pass, fail);
-	return fail != 0;
+	return report();
 }

@@ -2,9 +2,9 @@
 # The built libhugezero.so preloaded into real programs: their output must
 # be identical to a run without it, and the dynamic linker must have bound
 # their memset to the library (LD_DEBUG=bindings), so the library was used.
-# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY
+# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY JEAPI_BINARY
 set -u
-lib=$1 fortify=$2 early=$3 abi=$4
+lib=$1 fortify=$2 early=$3 abi=$4 jeapi=$5
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -169,9 +169,26 @@ else
 	bad "double free: exit $rc, stderr '$(cat "$work/df.err")'"
 fi
 
+# A program linked with libjemalloc calls jemalloc's extended API on
+# pointers from malloc: the checks hold on jemalloc alone, and preloaded,
+# every call binds to the library (which routes it by owner).
+if out=$("$jeapi" 2>&1); then ok "jemalloc's API on jemalloc: $(echo "$out" | tail -1)"
+else bad "jemalloc's API on jemalloc: $(echo "$out" | tail -5)"; fi
+if out=$(LD_PRELOAD=$lib LD_DEBUG=bindings LD_DEBUG_OUTPUT="$work/jbind" "$jeapi" 2>&1); then
+	unbound=""
+	for sym in malloc free mallocx rallocx xallocx sallocx dallocx sdallocx nallocx \
+		malloc_usable_size mallctl; do
+		grep -hq "binding file $jeapi .* to $lib .*symbol \`$sym'" "$work"/jbind.* || unbound+=" $sym"
+	done
+	if [ -z "$unbound" ]; then ok "jemalloc's API preloaded, bound to the library: $(echo "$out" | tail -1)"
+	else bad "jemalloc's API preloaded: not bound to the library:$unbound"; fi
+else
+	bad "jemalloc's API preloaded: $(echo "$out" | tail -5)"
+fi
+
 # Only the interposed ABI and the hz_ API are exported.
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
-want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat mallinfo mallinfo2 malloc malloc_stats malloc_trim malloc_usable_size mallopt memalign memset posix_memalign pvalloc realloc reallocarray valloc "
+want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
 echo "$pass passed, $fail failed"

@@ -1,6 +1,7 @@
 /* One hugepage chunk: page runs, the known-zero state calloc relies on,
  * and purges that release only whole free 2 MiB blocks. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,7 +12,7 @@ static struct hz_chunk *new_chunk(void)
 {
 	struct hz_chunk *c = malloc(sizeof *c);
 	cr_assert_not_null(c);
-	cr_assert_eq(hz_chunk_init(c), 0);
+	cr_assert_eq(hz_chunk_init(c, 0), 0);
 	cr_assert_eq((uintptr_t)c->base % HZ_CHUNK_SIZE, 0);
 	return c;
 }
@@ -114,6 +115,88 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	cr_assert_eq(keep[0], 0x77, "a live page was released");
 	cr_assert_eq(hz_chunk_dirty_free_pages(c), 0);
 	done(c);
+}
+
+static long meminfo(const char *field)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long v = -1;
+	size_t n = strlen(field);
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = atol(line + n + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A chunk from the hugetlb pool: with too few free pages it falls back to
+ * transparent huge pages; with 32 reserved (as root) it takes them, its
+ * memory works, a purge gives whole pages back to the pool and a partial
+ * one is never attempted. */
+Test(chunk, hugetlb_pool_and_fallback, .timeout = 60)
+{
+	static const char nr[] = "/proc/sys/vm/nr_hugepages";
+	long total = meminfo("HugePages_Total");
+	long free0 = meminfo("HugePages_Free") - meminfo("HugePages_Rsvd");
+	cr_assert(total >= 0 && free0 >= 0);
+	struct hz_chunk *c = malloc(sizeof *c);
+	cr_assert_not_null(c);
+	if (free0 < (long)(HZ_CHUNK_SIZE / HZ_HUGE_SIZE)) {
+		cr_assert_eq(hz_chunk_init(c, 1), 0);
+		cr_assert_eq(c->hugetlb, 0, "a short pool must fall back");
+		unsigned char *p = hz_chunk_alloc(c, 4);
+		cr_assert_not_null(p);
+		memset(p, 1, 4 * HZ_PAGE);
+		hz_chunk_destroy(c);
+	}
+	if (write_long(nr, total + 32)) {
+		free(c);
+		cr_skip_test("cannot reserve hugetlb pages here (not root)");
+	}
+	long free1 = meminfo("HugePages_Free") - meminfo("HugePages_Rsvd");
+	if (free1 < 32) {
+		write_long(nr, total);
+		free(c);
+		cr_skip_test("the kernel found only %ld free huge pages", free1);
+	}
+	int r = hz_chunk_init(c, 1);
+	int from_pool = c->hugetlb;
+	/* Reserved at map time: free, less reserved, drops by 32. */
+	long taken = free1 - (meminfo("HugePages_Free") - meminfo("HugePages_Rsvd"));
+	size_t bad;
+	unsigned char *a = r ? NULL : hz_chunk_alloc(c, 3 * HZ_HUGE_PAGES);
+	if (a) {
+		hz_chunk_mark_dirty(c, a);
+		memset(a, 0x42, 3 * HZ_HUGE_SIZE);
+		cr_assert(all_bytes(a, 3 * HZ_HUGE_SIZE, 0x42, &bad));
+		unsigned char *keep = hz_chunk_alloc(c, 1);
+		hz_chunk_mark_dirty(c, keep);
+		keep[0] = 7;
+		hz_chunk_free(c, a);
+		/* Partial pages are never released from hugetlb chunks. */
+		size_t released = hz_chunk_purge(c, 1, NULL);
+		cr_assert_eq(released, 3 * HZ_HUGE_SIZE, "released %zu", released);
+		cr_assert(all_bytes(a, 3 * HZ_HUGE_SIZE, 0, &bad));
+		cr_assert_eq(keep[0], 7);
+		hz_chunk_destroy(c);
+	}
+	write_long(nr, total);
+	free(c);
+	cr_assert_eq(r, 0);
+	cr_assert_eq(from_pool, 1, "32 free huge pages, yet not taken");
+	cr_assert_eq(taken, 32, "the chunk reserved %ld huge pages", taken);
+	cr_assert_not_null(a);
 }
 
 /* Random allocate/free against a shadow: blocks never overlap, free page

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Makes a private copy of jemalloc's static archive: every global symbol it
+# defines gets the prefix hz_je_, references included, so it can be linked
+# beside hugezero's own malloc (in libhugezero.so and libhugezero.a) without
+# a clash, and the program never binds to it.
+# Usage: jemalloc-rename.sh IN.a OUT.a [NM] [OBJCOPY]
+set -eu
+in=$1 out=$2 nm=${3:-nm} objcopy=${4:-objcopy}
+map=$out.syms
+"$nm" -g --defined-only "$in" 2>/dev/null |
+	awk 'NF == 3 && !seen[$3]++ { print $3, "hz_je_" $3 }' >"$map"
+# Never empty: jemalloc defines mallocx at least.
+grep -q '^mallocx ' "$map"
+"$objcopy" --redefine-syms="$map" "$in" "$out.tmp"
+mv "$out.tmp" "$out"
