@@ -2,9 +2,9 @@
 # The built libhugezero.so preloaded into real programs: their output must
 # be identical to a run without it, and the dynamic linker must have bound
 # their memset to the library (LD_DEBUG=bindings), so the library was used.
-# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY JEAPI_BINARY
+# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY JEAPI_BINARY TRAP_DLSYM_LIB
 set -u
-lib=$1 fortify=$2 early=$3 abi=$4 jeapi=$5
+lib=$1 fortify=$2 early=$3 abi=$4 jeapi=$5 trap=$6
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -167,6 +167,49 @@ if [ $rc -eq 134 ] && grep -q "free(): invalid pointer" "$work/df.err"; then
 	ok "double free of a large block aborts: $(cat "$work/df.err")"
 else
 	bad "double free: exit $rc, stderr '$(cat "$work/df.err")'"
+fi
+
+# Bootstrap without dlsym: a library ahead of it that exits on any dlsym
+# call, under the threaded malloc-family run.
+if out=$(LD_PRELOAD="$trap:$lib" "$abi" 2>&1); then
+	ok "no dlsym call in a whole run: $(echo "$out" | tail -1)"
+else
+	bad "dlsym trap: $(echo "$out" | tail -3)"
+fi
+# ... and the trap works: a dlsym call is caught.
+if ! LD_PRELOAD="$trap" python3 -c 'import ctypes; ctypes.CDLL(None).getpid' >/dev/null 2>&1; then
+	ok "the dlsym trap catches a call"
+else
+	bad "the dlsym trap caught nothing"
+fi
+
+# hugetlb chunks (HUGEZERO_HUGETLB=1): with the pool short, every chunk
+# falls back to THP and is counted; with pages reserved (as root), chunks
+# come from the pool. The malloc-family checks pass either way.
+count() { awk -v k="$1" '$1 == k { s += $2 } END { print s + 0 }' "$work"/hs.*; }
+hugetlb_run() {
+	rm -f "$work"/hs.*
+	HUGEZERO_HUGETLB=1 HUGEZERO_STATS="$work/hs" LD_PRELOAD=$lib "$abi" >"$work/h.out" 2>&1
+}
+nr=/proc/sys/vm/nr_hugepages
+pool=$(cat $nr)
+if [ "$(awk '/HugePages_Free/ { f = $2 } /HugePages_Rsvd/ { r = $2 } END { print f - r }' /proc/meminfo)" -lt 32 ]; then
+	if hugetlb_run && [ "$(count hugetlb.fallbacks)" -ge 1 ] && [ "$(count hugetlb.chunks)" -eq 0 ]; then
+		ok "hugetlb pool short: $(count hugetlb.fallbacks) counted fallbacks; $(tail -1 "$work/h.out")"
+	else
+		bad "hugetlb fallback: $(tail -3 "$work/h.out"), chunks $(count hugetlb.chunks), fallbacks $(count hugetlb.fallbacks)"
+	fi
+fi
+if echo $((pool + 256)) 2>/dev/null >$nr && [ "$(cat $nr)" -ge $((pool + 64)) ]; then
+	if hugetlb_run && [ "$(count hugetlb.chunks)" -ge 1 ]; then
+		ok "hugetlb pool of $(cat $nr) pages: $(count hugetlb.chunks) chunks from it; $(tail -1 "$work/h.out")"
+	else
+		bad "hugetlb chunks: $(tail -3 "$work/h.out"), chunks $(count hugetlb.chunks), fallbacks $(count hugetlb.fallbacks)"
+	fi
+	echo "$pool" >$nr
+else
+	echo "skip - hugetlb pool: cannot reserve pages here"
+	echo "$pool" >$nr 2>/dev/null
 fi
 
 # A program linked with libjemalloc calls jemalloc's extended API on
