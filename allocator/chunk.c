@@ -166,6 +166,23 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
 	set_range(c->dirty, i, i + n, 1);
 }
 
+int hz_calloc_release;
+
+/* Makes a dirty run read as zero: cleared (hinted at hint when not NULL),
+ * or, with hz_calloc_release, released for the kernel to fault in zero
+ * pages (not on hugetlb chunks, where part of a huge page cannot be). */
+static void zero_run(const struct hz_chunk *c, size_t i, size_t j, void *hint)
+{
+	unsigned char *p = c->base + (i << HZ_PAGE_SHIFT);
+	size_t len = (j - i) << HZ_PAGE_SHIFT;
+	if (hz_calloc_release && !c->hugetlb && !hz_os_dontneed(p, len))
+		return;
+	if (hint)
+		hz_clear_hinted(p, len, hint);
+	else
+		hz_clear(p, len);
+}
+
 size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
 {
 	size_t n = hz_chunk_block_pages(c, p);
@@ -178,13 +195,13 @@ size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
 	size_t first_end = bit(c->dirty, s) ? next_bit(c->dirty, s, e, 0) : s;
 	for (size_t i = next_bit(c->dirty, first_end, e, 1); i < e;) {
 		size_t j = next_bit(c->dirty, i, e, 0);
-		hz_clear(c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT);
+		zero_run(c, i, j, NULL);
 		set_range(c->dirty, i, j, 0);
 		cleared += j - i;
 		i = next_bit(c->dirty, j, e, 1);
 	}
 	if (first_end > s) {
-		hz_clear_hinted(p, (first_end - s) << HZ_PAGE_SHIFT, p);
+		zero_run(c, s, first_end, p);
 		set_range(c->dirty, s, first_end, 0);
 		cleared += first_end - s;
 	}

@@ -219,7 +219,7 @@ static void *huge_alloc(size_t size, int zero)
 	if (h) {
 		/* Recycled memory is cleared here, hinted at its first page,
 		 * instead of being faulted in page by page by the kernel. */
-		if (zero && h->dirty)
+		if (zero && h->dirty && !(hz_calloc_release && !hz_os_dontneed(h->base, usable)))
 			hz_clear_hinted(h->base, usable, h->base);
 		else if (zero)
 			__atomic_fetch_add(&a->known_zero, usable, __ATOMIC_RELAXED);

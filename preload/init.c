@@ -73,6 +73,13 @@ void hz_init(void)
 	if (o[HZ_OPT_DIRTY_MAX].set)
 		hz_dirty_max = o[HZ_OPT_DIRTY_MAX].size;
 	hz_stats_init();
+	if (o[HZ_OPT_CALLOC_DIRTY].set) {
+		if (!strcmp(o[HZ_OPT_CALLOC_DIRTY].str, "release"))
+			hz_calloc_release = 1;
+		else if (strcmp(o[HZ_OPT_CALLOC_DIRTY].str, "clear"))
+			hz_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ",
+			       o[HZ_OPT_CALLOC_DIRTY].str, "");
+	}
 	if (o[HZ_OPT_HUGETLB].set)
 		hz_hugetlb = o[HZ_OPT_HUGETLB].num;
 	if (o[HZ_OPT_DIRTY_DECAY_MS].set)

@@ -41,6 +41,8 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 				   "free dirty memory older than this is released at the next free; 0 releases at once"},
 	[HZ_OPT_HUGETLB] = {"HUGETLB", HZ_OPT_BOOL, "0",
 			    "1 takes 64 MiB chunks from the hugetlb pool (MAP_HUGETLB) while it has 32 free pages; counted fallback to THP"},
+	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, "clear",
+				 "how calloc zeroes recycled dirty pages: clear (in place, hinted) or release (MADV_DONTNEED, refault)"},
 	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, "(none)",
 			  "write the counters at exit to stderr, or to this path (%p: the pid; else .PID appended), mode 0600, no symlinks"},
 };

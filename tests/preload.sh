@@ -169,6 +169,13 @@ else
 	bad "double free: exit $rc, stderr '$(cat "$work/df.err")'"
 fi
 
+# calloc releasing dirty pages instead of clearing them: the same zeros.
+if out=$(HUGEZERO_CALLOC_DIRTY=release LD_PRELOAD=$lib "$abi" 2>&1); then
+	ok "malloc family, dirty calloc pages released: $(echo "$out" | tail -1)"
+else
+	bad "malloc family, dirty calloc pages released: $(echo "$out" | tail -5)"
+fi
+
 # Bootstrap without dlsym: a library ahead of it that exits on any dlsym
 # call, under the threaded malloc-family run.
 if out=$(LD_PRELOAD="$trap:$lib" "$abi" 2>&1); then
