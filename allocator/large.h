@@ -26,6 +26,11 @@ extern uint64_t hz_dirty_decay_ns;
  * them; otherwise, and for huge blocks, transparent huge pages. */
 extern int hz_hugetlb;
 #define HZ_ARENAS 4
+/* Where the malloc family sends blocks to the arenas (preload/malloc.c):
+ * HUGEZERO_LARGE_MIN (the default is measured, see README.md), SIZE_MAX
+ * where pages are not 4 KiB. Set once at initialisation. */
+#define HZ_LARGE_MIN_DEFAULT ((size_t)1 << 20)
+extern size_t hz_large_min;
 
 /* A block of at least size bytes (0 < size <= HZ_HUGE_MAX), page-aligned;
  * with zero set its bytes read as zero, cleared only where pages were

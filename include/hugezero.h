@@ -29,11 +29,17 @@ int hz_clear_pages(void *p, size_t npages);
 void *hz_clear_hinted(void *p, size_t n, const void *hint);
 
 /* Reads one counter into *value: returns 0, or ENOENT for an unknown name.
- * Counters are process-wide and count calls of at least 64 KiB:
- *   "memset_chk.calls"        __memset_chk calls
+ * Counters are process-wide; the names are those HUGEZERO_STATS writes,
+ * among them:
+ *   "memset.large.calls"      memset calls above 16 KiB (and .bytes)
+ *   "memset_chk.calls"        __memset_chk calls of at least 64 KiB
  *   "hinted.calls"            hz_clear_hinted calls that had a hint
- *   "kernel.<name>.calls"     calls served by kernel <name>
- *   "kernel.<name>.bytes"     bytes written by kernel <name> */
+ *   "kernel.<name>.calls"     calls of at least 64 KiB served by kernel
+ *                             <name> (and .bytes: bytes it wrote)
+ *   "malloc.large.calls"      blocks the hugepage arenas handed out
+ *   "calloc.large.known_zero_bytes"  calloc bytes not cleared: known zero
+ *   "purge.syscalls"          system calls that released memory
+ *   "malloc.small.calls"      blocks the embedded jemalloc handed out */
 int hz_stat(const char *name, uint64_t *value);
 
 /* The name of the kernel that would serve a fill of n bytes with byte c,

@@ -80,6 +80,12 @@ void hz_init(void)
 			hz_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ",
 			       o[HZ_OPT_CALLOC_DIRTY].str, "");
 	}
+	if (o[HZ_OPT_LARGE_MIN].set && o[HZ_OPT_LARGE_MIN].size >= ((size_t)16 << 10))
+		hz_large_min = o[HZ_OPT_LARGE_MIN].size;
+	else if (o[HZ_OPT_LARGE_MIN].set)
+		hz_log("ignoring HUGEZERO_LARGE_MIN below 16K", "", "");
+	if (hz_page_size != HZ_PAGE) /* the arenas assume 4 KiB pages */
+		hz_large_min = SIZE_MAX;
 	if (o[HZ_OPT_HUGETLB].set)
 		hz_hugetlb = o[HZ_OPT_HUGETLB].num;
 	if (o[HZ_OPT_DIRTY_DECAY_MS].set)

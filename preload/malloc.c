@@ -1,4 +1,4 @@
-/* The interposed malloc family. Sizes up to HZ_LARGE_MIN go to jemalloc
+/* The interposed malloc family. Sizes below hz_large_min go to jemalloc
  * (allocator/small.h); larger ones to hugepage arenas (allocator/large.h),
  * whose calloc clears only dirty pages. Whose pointer a block is, is
  * answered by the arenas' address table in O(1) without a lock.
@@ -18,15 +18,11 @@
 #include "options.h"
 #include "stats.h"
 
-/* Blocks from here up live in the arenas: below, jemalloc's size classes
- * and its own reuse serve as well (bench/calloc_bench: within noise of
- * glibc at 256 KiB and 4 MiB, 27-36x at 32 and 256 MiB). */
-#define HZ_LARGE_MIN ((size_t)1 << 20)
-
-/* The arenas assume 4 KiB pages: elsewhere everything goes to jemalloc. */
+/* Blocks from hz_large_min up live in the arenas, smaller ones in
+ * jemalloc: one compare on malloc's path. */
 static int large_ok(size_t size)
 {
-	return size >= HZ_LARGE_MIN && hz_page_size == HZ_PAGE;
+	return size >= hz_large_min;
 }
 
 /* glibc's message and abort for a pointer free cannot take. */
