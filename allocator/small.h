@@ -9,6 +9,13 @@
 
 #include <stddef.h>
 
+/* Its standard entry points, which have its fast paths. */
+void *hz_je_malloc(size_t size);
+void *hz_je_calloc(size_t n, size_t size);
+void *hz_je_realloc(void *ptr, size_t size);
+void hz_je_free(void *ptr);
+size_t hz_je_malloc_usable_size(void *ptr);
+/* Its extended API. */
 void *hz_je_mallocx(size_t size, int flags);
 void *hz_je_rallocx(void *ptr, size_t size, int flags);
 size_t hz_je_xallocx(void *ptr, size_t size, size_t extra, int flags);

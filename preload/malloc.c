@@ -39,10 +39,9 @@ static void *alloc(size_t size, int zero)
 {
 	if (large_ok(size))
 		return hz_large_alloc(size, zero);
-	void *p = hz_je_mallocx(size ? size : 1, zero ? HZ_JE_ZERO : 0);
-	if (!p)
-		errno = ENOMEM;
-	return p;
+	/* jemalloc's malloc and calloc, not mallocx: they have its fast path,
+	 * and set errno to ENOMEM on failure. */
+	return zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
 }
 
 HZ_EXPORT void *malloc(size_t size)
@@ -60,18 +59,23 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 	return alloc(total, 1);
 }
 
+/* free preserves errno (POSIX 2024, glibc 2.33). jemalloc's free touches
+ * it only when a system call fails (a purge's madvise); the arenas' path
+ * may release memory, so it saves errno. */
+static HZ_NOINLINE void free_large(void *p)
+{
+	int saved = errno;
+	if (hz_large_free(p))
+		bad_pointer("free(): invalid pointer");
+	errno = saved;
+}
+
 HZ_EXPORT void free(void *p)
 {
-	if (!p)
-		return;
-	int saved = errno; /* free preserves errno (POSIX 2024, glibc 2.33) */
-	if (hz_unlikely(hz_large_owns(p))) {
-		if (hz_large_free(p))
-			bad_pointer("free(): invalid pointer");
-	} else {
-		hz_je_dallocx(p, 0);
-	}
-	errno = saved;
+	if (hz_unlikely(hz_large_owns(p)))
+		free_large(p);
+	else
+		hz_je_free(p);
 }
 
 HZ_EXPORT void free_sized(void *p, size_t size)
@@ -93,7 +97,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (hz_unlikely(hz_large_owns(p)))
 		return hz_large_usable(p);
-	return hz_je_sallocx(p, 0);
+	return hz_je_malloc_usable_size(p);
 }
 
 HZ_EXPORT void *realloc(void *p, size_t size)
@@ -111,7 +115,7 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 	if (old && large_ok(size))
 		return hz_large_realloc(p, size);
 	if (!mine && !large_ok(size)) {
-		void *q = hz_je_rallocx(p, size, 0);
+		void *q = hz_je_realloc(p, size);
 		if (!q)
 			errno = ENOMEM;
 		return q;
