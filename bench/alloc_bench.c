@@ -1,0 +1,321 @@
+/* The allocator benchmark: plain malloc/calloc/free, so whatever allocator
+ * is preloaded (or glibc's, with none) serves it. It links neither hzcore
+ * nor hugezero. One mode per process, so the peak RSS it reports is that
+ * allocator's alone; scripts/alloc-bench.sh runs every mode under every
+ * allocator, alternated, and takes medians.
+ *
+ *   alloc_bench loop SIZE [ROUNDS]     calloc + touch + free, one untimed
+ *                                      warm-up round, then ROUNDS timed
+ *   alloc_bench fresh SIZE [BLOCKS]    calloc + touch of BLOCKS distinct
+ *                                      blocks, never freed (nothing was
+ *                                      freed before either)
+ *   alloc_bench small THREADS [PAIRS [ROUNDS]]
+ *                                      malloc/free pairs below 1 MiB on a
+ *                                      working set of live blocks per thread
+ *
+ * SIZE is bytes, with an optional K, M or G suffix. "Touch" writes one byte
+ * in every 4 KiB page, as a program that uses the memory does.
+ *
+ * Output, one "key value..." line each:
+ *   malloc_from OBJECT               the object whose malloc this program calls
+ *   MODE SIZE_OR_THREADS MEDIAN_NS   loop: ns per round; fresh: ns per block;
+ *                                    small: ns per malloc/free pair per thread
+ *                                    (wall time of a round / pairs per thread)
+ *   peak_rss_kib N                   VmHWM (ru_maxrss if /proc is missing)
+ * Exit status 1 and a message if an allocation fails or calloc's memory is
+ * not zero. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "bench.h"
+
+#define PAGE 4096
+
+static void die(const char *what)
+{
+	fprintf(stderr, "alloc_bench: %s\n", what);
+	exit(1);
+}
+
+/* Keeps the compiler from proving the block unused: a calloc + stores +
+ * free it can see through may legally be deleted. */
+static inline void escape(void *p)
+{
+	__asm__ volatile("" : : "r"(p) : "memory");
+}
+
+static void touch(unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i += PAGE)
+		p[i] = 1;
+	escape(p);
+}
+
+/* Dies unless the first and last byte of every page of [p, p+n) is `v`
+ * (last byte: zero only if `v` is, since touch writes the first). */
+static void check(const unsigned char *p, size_t n, unsigned char v)
+{
+	for (size_t i = 0; i < n; i += PAGE) {
+		size_t end = i + PAGE < n ? i + PAGE : n;
+		if (p[i] != v || p[end - 1] != (i + 1 == end ? v : 0))
+			die("calloc returned memory that is not zero");
+	}
+}
+
+static size_t parse_size(const char *s)
+{
+	char *end;
+	unsigned long long v = strtoull(s, &end, 10);
+	switch (*end) {
+	case 'G': case 'g': v <<= 10; /* fall through */
+	case 'M': case 'm': v <<= 10; /* fall through */
+	case 'K': case 'k': v <<= 10; end++; break;
+	}
+	if (*end || !v)
+		die("bad size");
+	return (size_t)v;
+}
+
+static double *times(int n)
+{
+	double *t = malloc((size_t)n * sizeof *t);
+	if (!t)
+		die("out of memory");
+	return t;
+}
+
+/* Median ns of one calloc + touch + free of n bytes, after a warm-up round
+ * that makes the block a recycled one for allocators that keep it. */
+static double mode_loop(size_t n, int rounds)
+{
+	double *t = times(rounds);
+	for (int r = -1; r < rounds; r++) {
+		double t0 = now_ns();
+		unsigned char *p = calloc(1, n);
+		if (!p)
+			die("calloc failed");
+		touch(p, n);
+		free(p);
+		if (r >= 0)
+			t[r] = now_ns() - t0;
+	}
+	/* Untimed: the block calloc recycles after dirty frees is zero. */
+	unsigned char *p = calloc(1, n);
+	if (!p)
+		die("calloc failed");
+	check(p, n, 0);
+	free(p);
+	double m = median(t, rounds);
+	free(t);
+	return m;
+}
+
+/* Median ns of one calloc + touch of n bytes of fresh memory: blocks are
+ * kept, so no block reuses another's memory. */
+static double mode_fresh(size_t n, int blocks)
+{
+	double *t = times(blocks);
+	unsigned char **b = malloc((size_t)blocks * sizeof *b);
+	if (!b)
+		die("out of memory");
+	for (int i = 0; i < blocks; i++) {
+		double t0 = now_ns();
+		b[i] = calloc(1, n);
+		if (!b[i])
+			die("calloc failed");
+		touch(b[i], n);
+		t[i] = now_ns() - t0;
+	}
+	for (int i = 0; i < blocks; i++)
+		check(b[i], n, 1);
+	double m = median(t, blocks);
+	for (int i = 0; i < blocks; i++)
+		free(b[i]);
+	free(b);
+	free(t);
+	return m;
+}
+
+/* small: each thread keeps SLOTS live blocks and replaces a random one per
+ * pair (free, then malloc a new size), writing a tag into the first 8 bytes
+ * and checking it at free. Sizes are log-uniform from 8 B to 64 KiB
+ * (uniform within each power of two), and 1 in 128 from 64 KiB to
+ * 1 MiB - 1, hugezero's largest small size. Sizes come from a table drawn
+ * up front (no libm in the timed loop); every allocator gets the same
+ * sequence (fixed seeds). */
+#define SLOTS 1000
+#define NSIZES 8192
+
+struct worker {
+	char pad[64]; /* keeps one thread's slots off the next one's fields */
+	pthread_t tid;
+	uint64_t rng;
+	long pairs;
+	int rounds;
+	pthread_barrier_t *bar;
+	uint32_t sizes[NSIZES];
+	uint64_t *slot[SLOTS];
+};
+
+static inline uint64_t xorshift(uint64_t *s)
+{
+	uint64_t x = *s;
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return *s = x;
+}
+
+static void draw_sizes(struct worker *w)
+{
+	for (int i = 0; i < NSIZES; i++) {
+		uint64_t r = xorshift(&w->rng);
+		int big = (r & 127) == 0;
+		/* bit: 3..15, or 16..19 for the few big ones */
+		unsigned bit = big ? 16 + (r >> 8 & 0xffff) % 4 : 3 + (r >> 8 & 0xffff) % 13;
+		w->sizes[i] = (1u << bit) + (uint32_t)((r >> 32) & ((1u << bit) - 1));
+	}
+}
+
+static void run_pairs(struct worker *w, long pairs)
+{
+	uint64_t rng = w->rng;
+	for (long i = 0; i < pairs; i++) {
+		uint64_t r = xorshift(&rng);
+		unsigned s = (unsigned)(r % SLOTS);
+		uint64_t *p = w->slot[s];
+		if (p) {
+			if (*p != ((uintptr_t)p ^ s))
+				die("a small block's first bytes changed while it was live");
+			free(p);
+		}
+		p = malloc(w->sizes[(r >> 32) % NSIZES]);
+		if (!p)
+			die("malloc failed");
+		*p = (uintptr_t)p ^ s;
+		w->slot[s] = p;
+	}
+	w->rng = rng;
+}
+
+/* A warm-up round (fills the slots), then `rounds` timed rounds; the main
+ * thread times each round between two barriers. */
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	for (int r = -1; r < w->rounds; r++) {
+		pthread_barrier_wait(w->bar);
+		run_pairs(w, w->pairs);
+		pthread_barrier_wait(w->bar);
+	}
+	for (int s = 0; s < SLOTS; s++)
+		free(w->slot[s]);
+	return NULL;
+}
+
+static double mode_small(int threads, long pairs, int rounds)
+{
+	pthread_barrier_t bar;
+	pthread_barrier_init(&bar, NULL, (unsigned)threads + 1);
+	struct worker *w = calloc((size_t)threads, sizeof *w);
+	double *t = times(rounds);
+	if (!w)
+		die("out of memory");
+	for (int i = 0; i < threads; i++) {
+		w[i].rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+		w[i].pairs = pairs;
+		w[i].rounds = rounds;
+		w[i].bar = &bar;
+		draw_sizes(&w[i]);
+		if (pthread_create(&w[i].tid, NULL, worker_main, &w[i]))
+			die("pthread_create failed");
+	}
+	for (int r = -1; r < rounds; r++) {
+		pthread_barrier_wait(&bar);
+		double t0 = now_ns();
+		pthread_barrier_wait(&bar);
+		if (r >= 0)
+			t[r] = (now_ns() - t0) / (double)pairs;
+	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(w[i].tid, NULL);
+	pthread_barrier_destroy(&bar);
+	free(w);
+	double m = median(t, rounds);
+	free(t);
+	return m;
+}
+
+/* Peak RSS in KiB: this process's VmHWM (ru_maxrss would include what the
+ * process that exec'd us had, for a launcher like env). */
+static long peak_rss_kib(void)
+{
+	long kib = -1;
+	char line[256];
+	FILE *f = fopen("/proc/self/status", "r");
+	if (f) {
+		while (fgets(line, sizeof line, f))
+			if (sscanf(line, "VmHWM: %ld", &kib) == 1)
+				break;
+		fclose(f);
+	}
+	if (kib < 0) {
+		struct rusage ru;
+		getrusage(RUSAGE_SELF, &ru);
+		kib = ru.ru_maxrss;
+	}
+	return kib;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: alloc_bench loop SIZE [ROUNDS]\n"
+			"       alloc_bench fresh SIZE [BLOCKS]\n"
+			"       alloc_bench small THREADS [PAIRS [ROUNDS]]\n");
+	return 2;
+}
+
+/* Default counts: about 1 GiB of calloc per process for loop (at least 7
+ * rounds, at most 1001), 512 MiB for fresh (5 to 201 blocks). */
+static int count_for(size_t n, size_t budget, int lo, int hi)
+{
+	size_t c = budget / n;
+	return c < (size_t)lo ? lo : c > (size_t)hi ? hi : (int)c;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 3)
+		return usage();
+	const char *mode = argv[1];
+	Dl_info di;
+	printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
+	if (!strcmp(mode, "loop") || !strcmp(mode, "fresh")) {
+		size_t n = parse_size(argv[2]);
+		int fresh = mode[0] == 'f';
+		int c = argc > 3 ? atoi(argv[3])
+				 : fresh ? count_for(n, (size_t)512 << 20, 5, 201)
+					 : count_for(n, (size_t)1 << 30, 7, 1001);
+		if (c < 1)
+			return usage();
+		double m = fresh ? mode_fresh(n, c) : mode_loop(n, c);
+		printf("%s %zu %.0f\n", mode, n, m);
+	} else if (!strcmp(mode, "small")) {
+		int threads = atoi(argv[2]);
+		long pairs = argc > 3 ? atol(argv[3]) : 200000;
+		int rounds = argc > 4 ? atoi(argv[4]) : 11;
+		if (threads < 1 || threads > 256 || pairs < 1 || rounds < 1)
+			return usage();
+		printf("small %d %.1f\n", threads, mode_small(threads, pairs, rounds));
+	} else {
+		return usage();
+	}
+	printf("peak_rss_kib %ld\n", peak_rss_kib());
+	return 0;
+}
