@@ -194,21 +194,39 @@ static void huge_destroy(struct huge *h)
 	hz_os_unmap(h, hz_page_size);
 }
 
+/* Shortens the free huge block h to its first `mapped` bytes (whole huge
+ * pages): the slots wholly past the new end are unregistered, the tail
+ * unmapped. */
+static void huge_cut(struct huge *h, size_t mapped)
+{
+	uintptr_t end = (uintptr_t)h->base + mapped, old_end = (uintptr_t)h->base + h->mapped;
+	uintptr_t slot_end = (end + HZ_CHUNK_SIZE - 1) & ~(uintptr_t)(HZ_CHUNK_SIZE - 1);
+	h->mapped = mapped;
+	if (old_end > slot_end)
+		reg_set((void *)slot_end, old_end - slot_end, 0);
+	hz_os_unmap((void *)end, old_end - end);
+}
+
 static void *huge_alloc(size_t size, int zero)
 {
 	size_t usable = round_up(size, HZ_PAGE), mapped = round_up(size, HZ_HUGE_SIZE);
 	struct arena *a = arena_of_thread();
 	struct huge *h = NULL;
 
-	/* Reuse a cached block that fits without wasting more than a quarter. */
+	/* Reuse the cached block that fits best; one more than a quarter
+	 * too large is cut to size, its tail unmapped. */
 	pthread_mutex_lock(&a->lock);
+	struct huge **best = NULL;
 	for (struct huge **pp = &a->cache; *pp; pp = &(*pp)->next)
-		if ((*pp)->mapped >= mapped && (*pp)->mapped - mapped <= mapped / 4) {
-			h = *pp;
-			*pp = h->next;
-			a->cached -= h->mapped;
-			break;
-		}
+		if ((*pp)->mapped >= mapped && (!best || (*pp)->mapped < (*best)->mapped))
+			best = pp;
+	if (best) {
+		h = *best;
+		*best = h->next;
+		a->cached -= h->mapped;
+		if (h->mapped - mapped > mapped / 4)
+			huge_cut(h, mapped);
+	}
 	if (h) {
 		h->size = usable;
 		h->live = 1;
@@ -271,10 +289,12 @@ static size_t arena_dirty(const struct arena *a)
 }
 
 /* Bounds the free dirty memory of arena a (its lock held): over
- * hz_dirty_max, or kept longer than hz_dirty_decay_ns, the whole free
- * 2 MiB blocks of its chunks are released in one batch each, then cached
- * huge blocks are unmapped, least recently freed first. Partial huge pages
- * stay (malloc_trim takes them). */
+ * hz_dirty_max, cached huge blocks are unmapped first, least recently
+ * freed first (a chunk's free pages serve any size up to HZ_LARGE_MAX, a
+ * cached block only sizes near its own), then the whole free 2 MiB blocks
+ * of its chunks are released in one batch each. Kept longer than
+ * hz_dirty_decay_ns, all of it goes. Partial huge pages stay (malloc_trim
+ * takes them). */
 static void arena_bound(struct arena *a)
 {
 	size_t dirty = arena_dirty(a);
@@ -288,12 +308,6 @@ static void arena_bound(struct arena *a)
 	int expired = now - a->dirty_since >= hz_dirty_decay_ns;
 	if (dirty <= hz_dirty_max && !expired)
 		return;
-	for (unsigned k = 0; k < a->nchunks; k++)
-		if (a->chunks[k]->dirty_free >= HZ_HUGE_PAGES) {
-			struct hz_release_result r;
-			size_t bytes = hz_chunk_purge(a->chunks[k], 0, &r);
-			count_purge(a, &r, bytes);
-		}
 	while (a->cache && (expired || arena_dirty(a) > hz_dirty_max)) {
 		struct huge **pp = &a->cache;
 		while ((*pp)->next)
@@ -304,6 +318,12 @@ static void arena_bound(struct arena *a)
 		a->purged += old->mapped;
 		huge_destroy(old);
 	}
+	for (unsigned k = 0; k < a->nchunks && (expired || arena_dirty(a) > hz_dirty_max); k++)
+		if (a->chunks[k]->dirty_free >= HZ_HUGE_PAGES) {
+			struct hz_release_result r;
+			size_t bytes = hz_chunk_purge(a->chunks[k], 0, &r);
+			count_purge(a, &r, bytes);
+		}
 	a->dirty_since = arena_dirty(a) ? now : 0;
 }
 

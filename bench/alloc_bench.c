@@ -12,6 +12,9 @@
  *   alloc_bench small THREADS [PAIRS [ROUNDS]]
  *                                      malloc/free pairs below 1 MiB on a
  *                                      working set of live blocks per thread
+ *   alloc_bench churn OPS              a server's large buffers: 16 live
+ *                                      blocks of 1-64 MiB, one replaced per
+ *                                      op (free, calloc, touch); then idle
  *
  * SIZE is bytes, with an optional K, M or G suffix. "Touch" writes one byte
  * in every 4 KiB page, as a program that uses the memory does.
@@ -252,6 +255,42 @@ static double mode_small(int threads, long pairs, int rounds)
 	return m;
 }
 
+/* churn: 16 slots of large blocks, log-uniform 1-64 MiB (about 240 MiB
+ * live), one random slot freed and calloc'ed (and touched) per op; the
+ * median ns per op. What a dirty-memory budget trades: memory kept for
+ * reuse (RSS) against pages faulted in again. */
+static double mode_churn(int ops)
+{
+	enum { CHURN_SLOTS = 16 };
+	unsigned char *slot[CHURN_SLOTS] = {0};
+	size_t len[CHURN_SLOTS] = {0};
+	double *t = times(ops);
+	uint64_t rng = 0x2545F4914F6CDD1Dull;
+	for (int i = -2 * CHURN_SLOTS; i < ops; i++) {
+		uint64_t r = xorshift(&rng);
+		unsigned k = (unsigned)(r % CHURN_SLOTS);
+		/* 2^20 .. 2^26 bytes, uniform within each power of two */
+		unsigned bit = 20 + (unsigned)(r >> 8 & 0xff) % 6;
+		size_t n = ((size_t)1 << bit) + ((r >> 32) & (((size_t)1 << bit) - 1));
+		double t0 = now_ns();
+		free(slot[k]);
+		slot[k] = calloc(1, n);
+		if (!slot[k])
+			die("calloc failed");
+		touch(slot[k], n);
+		len[k] = n;
+		if (i >= 0)
+			t[i] = now_ns() - t0;
+	}
+	for (int k = 0; k < CHURN_SLOTS; k++) {
+		check(slot[k], len[k], 1);
+		free(slot[k]);
+	}
+	double m = median(t, ops);
+	free(t);
+	return m;
+}
+
 /* Peak RSS in KiB: this process's VmHWM (ru_maxrss would include what the
  * process that exec'd us had, for a launcher like env). */
 static long peak_rss_kib(void)
@@ -277,7 +316,8 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: alloc_bench loop SIZE [ROUNDS]\n"
 			"       alloc_bench fresh SIZE [BLOCKS]\n"
-			"       alloc_bench small THREADS [PAIRS [ROUNDS]]\n");
+			"       alloc_bench small THREADS [PAIRS [ROUNDS]]\n"
+			"       alloc_bench churn OPS\n");
 	return 2;
 }
 
@@ -313,6 +353,11 @@ int main(int argc, char **argv)
 		if (threads < 1 || threads > 256 || pairs < 1 || rounds < 1)
 			return usage();
 		printf("small %d %.1f\n", threads, mode_small(threads, pairs, rounds));
+	} else if (!strcmp(mode, "churn")) {
+		int ops = atoi(argv[2]);
+		if (ops < 1)
+			return usage();
+		printf("churn %d %.0f\n", ops, mode_churn(ops));
 	} else {
 		return usage();
 	}

@@ -68,9 +68,15 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 	cr_assert_eq(q, p, "the cached mapping is reused");
 	cr_assert(all_bytes(q, n - 12345, 0, &bad), "recycled calloc: byte %zu not zero", bad);
 	cr_assert_eq(hz_large_free(q), 0);
-	/* A block much smaller does not take a big cached mapping. */
-	unsigned char *s = hz_large_alloc((size_t)40 << 20, 0);
-	cr_assert_neq(s, p);
+	/* A block much smaller takes the cached mapping cut to size: its
+	 * tail is unmapped and no longer the arenas'. */
+	unsigned char *s = hz_large_alloc((size_t)40 << 20, 1);
+	cr_assert_eq(s, p, "the cached mapping is cut and reused");
+	cr_assert_eq(hz_large_usable(s), (size_t)40 << 20);
+	cr_assert(all_bytes(s, (size_t)40 << 20, 0, &bad), "byte %zu not zero", bad);
+	cr_assert(hz_large_owns(s + ((size_t)40 << 20) - 1));
+	cr_assert_not(hz_large_owns(s + ((size_t)40 << 20)), "the cut tail");
+	cr_assert_not(hz_large_owns(s + ((size_t)64 << 20)), "a slot wholly past the cut");
 	hz_large_free(s);
 	/* The cache keeps at most HZ_HUGE_CACHE bytes an arena. */
 	unsigned char *b[6];
