@@ -82,7 +82,8 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 		return -1;
 	/* THP may be unavailable (disabled for the process, or not built in):
 	 * the chunk then works on small pages. */
-	hz_os_hugepage(c->base, HZ_CHUNK_SIZE);
+	if (hz_thp)
+		hz_os_hugepage(c->base, HZ_CHUNK_SIZE);
 	c->free_pages = HZ_CHUNK_PAGES;
 	return 0;
 }
@@ -167,6 +168,7 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
 }
 
 int hz_calloc_release;
+int hz_thp = 1;
 
 /* Makes a dirty run read as zero: cleared (hinted at hint when not NULL),
  * or, with hz_calloc_release, released for the kernel to fault in zero

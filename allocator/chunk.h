@@ -69,6 +69,11 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages);
  * 1 releases it with MADV_DONTNEED for the kernel to fault zero pages back
  * in (HUGEZERO_CALLOC_DIRTY=release). Set once at initialisation. */
 extern int hz_calloc_release;
+/* Whether chunks and huge blocks ask for transparent huge pages
+ * (MADV_HUGEPAGE): 1 by default; HUGEZERO_THP=0 leaves them on small pages
+ * (where first faults of huge pages are slow, as on some VMs). Set once at
+ * initialisation. */
+extern int hz_thp;
 /* Zeroes the dirty runs of the live block at p, one kernel call each, the
  * run holding the block's first page last, by a hinted clear whose hint is
  * that page (or releases them, per hz_calloc_release); marks them known

@@ -254,7 +254,8 @@ static void *huge_alloc(size_t size, int zero)
 		hz_os_unmap(h, hz_page_size);
 		return NULL;
 	}
-	hz_os_hugepage(h->base, mapped);
+	if (hz_thp)
+		hz_os_hugepage(h->base, mapped);
 	h->size = usable;
 	h->mapped = mapped;
 	h->live = 1;
@@ -489,7 +490,8 @@ void *hz_large_realloc(void *p, size_t size)
 			pthread_mutex_unlock(&a->lock);
 			goto copy;
 		}
-		hz_os_hugepage(moved, mapped);
+		if (hz_thp)
+			hz_os_hugepage(moved, mapped);
 		reg_set(h->base, h->mapped, 0);
 		h->base = moved;
 		a->allocated = a->allocated - h->size + usable;

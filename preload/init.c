@@ -86,6 +86,8 @@ void hz_init(void)
 		hz_log("ignoring HUGEZERO_LARGE_MIN below 16K", "", "");
 	if (hz_page_size != HZ_PAGE) /* the arenas assume 4 KiB pages */
 		hz_large_min = SIZE_MAX;
+	if (o[HZ_OPT_THP].set)
+		hz_thp = o[HZ_OPT_THP].num;
 	if (o[HZ_OPT_HUGETLB].set)
 		hz_hugetlb = o[HZ_OPT_HUGETLB].num;
 	if (o[HZ_OPT_DIRTY_DECAY_MS].set)

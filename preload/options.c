@@ -41,6 +41,8 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 				   "free dirty memory older than this is released at the next free; 0 releases at once"},
 	[HZ_OPT_LARGE_MIN] = {"LARGE_MIN", HZ_OPT_SIZE, "1M",
 			      "blocks from this size up (at least 16K) live in the hugepage arenas; smaller ones in jemalloc"},
+	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, "1",
+			"0 does not ask for transparent huge pages (MADV_HUGEPAGE) for the arenas' memory"},
 	[HZ_OPT_HUGETLB] = {"HUGETLB", HZ_OPT_BOOL, "0",
 			    "1 takes 64 MiB chunks from the hugetlb pool (MAP_HUGETLB) while it has 32 free pages; counted fallback to THP"},
 	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, "clear",

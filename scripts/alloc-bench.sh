@@ -43,7 +43,7 @@ for a in "${allocs[@]}"; do
 done
 
 cases=("loop 256K" "loop 4M" "loop 32M" "loop 256M" "fresh 256K" "fresh 4M" "fresh 32M" "fresh 256M"
-	"small 1" "small 2")
+	"small 1" "small 2" "churn 300")
 raw=${csv%.csv}.raw.csv
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -114,7 +114,8 @@ END {
 	nc = split(order, W, " ")
 	printf "median of %d repetitions, allocators in random order in each; %d s\n\n", reps, runtime
 	printf "loop: calloc+touch+free per round (us); fresh: calloc+touch per block, never freed (us);\n"
-	printf "small: malloc/free pair per thread (ns); speedups are the other time / hugezero time\n\n"
+	printf "small: malloc/free pair per thread (ns); churn: free+calloc+touch of 1-64 MiB, 16 live (us);\n"
+	printf "speedups are the other time / hugezero time\n\n"
 	hdr = sprintf("%-11s %-4s", "case", "unit")
 	for (i = 1; i <= na; i++) hdr = hdr sprintf(" %10s", A[i])
 	printf "%s %22s %13s\n", hdr, "hz vs fastest other", "hz vs glibc"
