@@ -47,10 +47,14 @@ struct hz_chunk *hz_large_chunk(const void *p)
 	return e & REG_HUGE ? NULL : (struct hz_chunk *)e;
 }
 
+/* Lock-free, so the descriptor may be changing or recycled meanwhile: it
+ * stays mapped (desc_put), its fields are read and written atomically, and
+ * a stale answer can only concern a pointer that is not a live block. */
 int hz_large_in_huge(const void *p, uintptr_t e)
 {
 	const struct huge *h = (const struct huge *)(e & ~REG_HUGE);
-	return (uintptr_t)p - (uintptr_t)h->base < h->mapped;
+	uintptr_t base = (uintptr_t)__atomic_load_n(&h->base, __ATOMIC_RELAXED);
+	return (uintptr_t)p - base < __atomic_load_n(&h->mapped, __ATOMIC_RELAXED);
 }
 
 /* The huge block whose first byte is p, live or cached; NULL otherwise. */
@@ -187,11 +191,51 @@ static size_t round_up(size_t n, size_t to)
 }
 
 /* Unmaps a free huge block (its arena's lock held, or none: unreachable). */
+/* Descriptors of huge blocks are never unmapped (free's ownership test
+ * may read one without a lock): freed ones are kept for reuse, under
+ * reg_lock. */
+static struct huge *desc_free;
+
+static struct huge *desc_get(void)
+{
+	pthread_mutex_lock(&reg_lock);
+	struct huge *h = desc_free;
+	if (!h) { /* a new page of them */
+		struct huge *page = hz_os_map(hz_page_size, hz_page_size);
+		size_t n = page ? hz_page_size / sizeof *page : 0;
+		for (size_t i = 1; i < n; i++) {
+			page[i].next = desc_free;
+			desc_free = &page[i];
+		}
+		h = page;
+	} else {
+		desc_free = h->next;
+	}
+	pthread_mutex_unlock(&reg_lock);
+	if (h)
+		memset(h, 0, sizeof *h);
+	return h;
+}
+
+static void desc_put(struct huge *h)
+{
+	pthread_mutex_lock(&reg_lock);
+	h->next = desc_free;
+	desc_free = h;
+	pthread_mutex_unlock(&reg_lock);
+}
+
+static void huge_set(struct huge *h, unsigned char *base, size_t mapped)
+{
+	__atomic_store_n(&h->base, base, __ATOMIC_RELAXED);
+	__atomic_store_n(&h->mapped, mapped, __ATOMIC_RELAXED);
+}
+
 static void huge_destroy(struct huge *h)
 {
 	reg_set(h->base, h->mapped, 0);
 	hz_os_unmap(h->base, h->mapped);
-	hz_os_unmap(h, hz_page_size);
+	desc_put(h);
 }
 
 /* Shortens the free huge block h to its first `mapped` bytes (whole huge
@@ -201,7 +245,7 @@ static void huge_cut(struct huge *h, size_t mapped)
 {
 	uintptr_t end = (uintptr_t)h->base + mapped, old_end = (uintptr_t)h->base + h->mapped;
 	uintptr_t slot_end = (end + HZ_CHUNK_SIZE - 1) & ~(uintptr_t)(HZ_CHUNK_SIZE - 1);
-	h->mapped = mapped;
+	huge_set(h, h->base, mapped);
 	if (old_end > slot_end)
 		reg_set((void *)slot_end, old_end - slot_end, 0);
 	hz_os_unmap((void *)end, old_end - end);
@@ -246,18 +290,18 @@ static void *huge_alloc(size_t size, int zero)
 		return h->base;
 	}
 
-	h = hz_os_map(hz_page_size, hz_page_size);
+	h = desc_get();
 	if (!h)
 		return NULL;
-	h->base = hz_os_map(mapped, HZ_CHUNK_SIZE);
-	if (!h->base) {
-		hz_os_unmap(h, hz_page_size);
+	unsigned char *base = hz_os_map(mapped, HZ_CHUNK_SIZE);
+	if (!base) {
+		desc_put(h);
 		return NULL;
 	}
 	if (hz_thp)
-		hz_os_hugepage(h->base, mapped);
+		hz_os_hugepage(base, mapped);
+	huge_set(h, base, mapped);
 	h->size = usable;
-	h->mapped = mapped;
 	h->live = 1;
 	h->dirty = 1; /* fresh: zero now, written by the program from here */
 	h->owner = (unsigned)(a - arenas);
@@ -289,6 +333,26 @@ static size_t arena_dirty(const struct arena *a)
 	return (pages << HZ_PAGE_SHIFT) + a->cached;
 }
 
+/* Unmaps arena a's cached huge blocks (its lock held), least recently
+ * freed first: all of them, or while its dirty memory is over budget.
+ * Returns the bytes unmapped. */
+static size_t cache_evict(struct arena *a, int all)
+{
+	size_t bytes = 0;
+	while (a->cache && (all || arena_dirty(a) > hz_dirty_max)) {
+		struct huge **pp = &a->cache;
+		while ((*pp)->next)
+			pp = &(*pp)->next;
+		struct huge *old = *pp;
+		*pp = NULL;
+		a->cached -= old->mapped;
+		a->purged += old->mapped;
+		bytes += old->mapped;
+		huge_destroy(old);
+	}
+	return bytes;
+}
+
 /* Bounds the free dirty memory of arena a (its lock held): over
  * hz_dirty_max, cached huge blocks are unmapped first, least recently
  * freed first (a chunk's free pages serve any size up to HZ_LARGE_MAX, a
@@ -309,16 +373,7 @@ static void arena_bound(struct arena *a)
 	int expired = now - a->dirty_since >= hz_dirty_decay_ns;
 	if (dirty <= hz_dirty_max && !expired)
 		return;
-	while (a->cache && (expired || arena_dirty(a) > hz_dirty_max)) {
-		struct huge **pp = &a->cache;
-		while ((*pp)->next)
-			pp = &(*pp)->next;
-		struct huge *old = *pp;
-		*pp = NULL;
-		a->cached -= old->mapped;
-		a->purged += old->mapped;
-		huge_destroy(old);
-	}
+	cache_evict(a, expired);
 	for (unsigned k = 0; k < a->nchunks && (expired || arena_dirty(a) > hz_dirty_max); k++)
 		if (a->chunks[k]->dirty_free >= HZ_HUGE_PAGES) {
 			struct hz_release_result r;
@@ -480,24 +535,32 @@ void *hz_large_realloc(void *p, size_t size)
 		struct arena *a = &arenas[h->owner];
 		size_t mapped = round_up(size, HZ_HUGE_SIZE), usable = round_up(size, HZ_PAGE);
 		pthread_mutex_lock(&a->lock);
-		/* A new place aligned to the chunk size, then the pages moved
-		 * there by the kernel. */
-		unsigned char *dst = hz_os_map(mapped, HZ_CHUNK_SIZE);
-		unsigned char *moved = dst ? hz_os_remap(h->base, h->mapped, mapped, dst) : NULL;
+		/* A new place aligned to the chunk size, registered; the old
+		 * slots unregistered before the kernel moves the pages there,
+		 * so no other mapping appears where the registry says "ours". */
+		unsigned char *dst = hz_os_map(mapped, HZ_CHUNK_SIZE), *old = h->base;
+		if (dst && reg_set(dst, mapped, (uintptr_t)h | REG_HUGE)) {
+			hz_os_unmap(dst, mapped);
+			dst = NULL;
+		}
+		if (!dst) {
+			pthread_mutex_unlock(&a->lock);
+			goto copy;
+		}
+		reg_set(old, h->mapped, 0);
+		unsigned char *moved = hz_os_remap(old, h->mapped, mapped, dst);
 		if (!moved) {
-			if (dst)
-				hz_os_unmap(dst, mapped);
+			reg_set(old, h->mapped, (uintptr_t)h | REG_HUGE);
+			reg_set(dst, mapped, 0);
+			hz_os_unmap(dst, mapped);
 			pthread_mutex_unlock(&a->lock);
 			goto copy;
 		}
 		if (hz_thp)
 			hz_os_hugepage(moved, mapped);
-		reg_set(h->base, h->mapped, 0);
-		h->base = moved;
+		huge_set(h, moved, mapped);
 		a->allocated = a->allocated - h->size + usable;
 		h->size = usable;
-		h->mapped = mapped;
-		reg_set(h->base, mapped, (uintptr_t)h | REG_HUGE);
 		pthread_mutex_unlock(&a->lock);
 		return moved;
 	}
@@ -544,6 +607,7 @@ size_t hz_large_trim(void)
 			size_t b = hz_chunk_purge(a->chunks[k], 1, &r);
 			bytes += count_purge(a, &r, b);
 		}
+		bytes += cache_evict(a, 1);
 		pthread_mutex_unlock(&a->lock);
 	}
 	return bytes;

@@ -90,7 +90,8 @@ static inline size_t hz_large_good_size(size_t size)
 }
 
 /* Releases every free dirty page of every chunk, partial huge pages
- * included (malloc_trim); returns the bytes released. */
+ * included, and unmaps every cached huge block (malloc_trim); returns the
+ * bytes released. */
 size_t hz_large_trim(void);
 
 /* Counters, for tests and reports. */

@@ -46,7 +46,9 @@ static void __attribute__((noreturn)) bad_pointer(const char *what)
 static HZ_NOINLINE void *calloc_cleared(size_t size, int flags)
 {
 	void *p = flags ? hz_je_mallocx(size, flags) : hz_je_malloc(size);
-	return p ? hz_clear_hinted(p, size, p) : NULL;
+	/* The whole block, as jemalloc's calloc leaves it: a later in-place
+	 * rallocx or xallocx with MALLOCX_ZERO relies on that. */
+	return p ? hz_clear_hinted(p, hz_je_sallocx(p, 0), p) : NULL;
 }
 
 static void *alloc(size_t size, int zero)
@@ -57,7 +59,10 @@ static void *alloc(size_t size, int zero)
 	 * and set errno to ENOMEM on failure. */
 	if (!zero)
 		return hz_je_malloc(size);
-	return size < HZ_JE_CLEAR_MIN ? hz_je_calloc(1, size) : calloc_cleared(size, 0);
+	/* (Above 1 MiB only where the arenas are off: jemalloc's calloc knows
+	 * fresh memory, which a clear here would commit.) */
+	return size < HZ_JE_CLEAR_MIN || size >= HZ_LARGE_MIN_DEFAULT ? hz_je_calloc(1, size)
+								      : calloc_cleared(size, 0);
 }
 
 HZ_EXPORT void *malloc(size_t size)
@@ -181,13 +186,23 @@ HZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	return 0;
 }
 
+/* glibc's own names for its allocator, which some programs call (and
+ * jemalloc, mimalloc and tcmalloc export too): the same functions. */
+HZ_EXPORT void *__libc_malloc(size_t size) __attribute__((alias("malloc"), copy(malloc)));
+HZ_EXPORT void *__libc_calloc(size_t n, size_t size) __attribute__((alias("calloc"), copy(calloc)));
+HZ_EXPORT void *__libc_realloc(void *p, size_t size) __attribute__((alias("realloc"), copy(realloc)));
+HZ_EXPORT void __libc_free(void *p) __attribute__((alias("free"), copy(free)));
+HZ_EXPORT void *__libc_memalign(size_t align, size_t size) __attribute__((alias("memalign"), copy(memalign)));
+HZ_EXPORT void *__libc_valloc(size_t size) __attribute__((alias("valloc"), copy(valloc)));
+HZ_EXPORT void *__libc_pvalloc(size_t size) __attribute__((alias("pvalloc"), copy(pvalloc)));
+
 /* glibc 2.36's aligned_alloc is memalign (2.38 made bad alignments EINVAL). */
-HZ_EXPORT void *aligned_alloc(size_t align, size_t size) __attribute__((alias("memalign")));
+HZ_EXPORT void *aligned_alloc(size_t align, size_t size) __attribute__((alias("memalign"), copy(memalign)));
 
 HZ_EXPORT void *memalign(size_t align, size_t size)
 {
 	/* glibc takes any alignment, rounded up to a power of two. */
-	if (align > ((size_t)1 << (sizeof(size_t) * 8 - 2))) {
+	if (align > SIZE_MAX / 2 + 1) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -348,7 +363,7 @@ HZ_EXPORT void *mallocx(size_t size, int flags)
 {
 	if (large_flags_ok(size, flags))
 		return hz_large_alloc(size, flags & HZ_JE_ZERO);
-	if ((flags & HZ_JE_ZERO) && size >= HZ_JE_CLEAR_MIN)
+	if ((flags & HZ_JE_ZERO) && size >= HZ_JE_CLEAR_MIN && size < HZ_LARGE_MIN_DEFAULT)
 		return calloc_cleared(size, flags & ~HZ_JE_ZERO);
 	return hz_je_mallocx(size, flags);
 }
@@ -414,10 +429,14 @@ HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
 HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 {
 	if (hz_unlikely(hz_large_owns(p))) {
+		size_t old = hz_large_usable(p);
 		size_t want = size + extra < size ? SIZE_MAX : size + extra;
 		if (hz_large_resize(p, want) < size && want != size)
 			hz_large_resize(p, size);
-		return hz_large_usable(p);
+		size_t now = hz_large_usable(p);
+		if ((flags & HZ_JE_ZERO) && now > old) /* the pages it grew into */
+			hz_clear((char *)p + old, now - old);
+		return now;
 	}
 	return hz_je_xallocx(p, size, extra, flags);
 }

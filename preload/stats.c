@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../allocator/large.h"
@@ -99,31 +100,9 @@ int hz_stats_write(int fd)
 	return o.error ? -1 : 0;
 }
 
-/* The report's file: "%p" in the path becomes the pid, otherwise ".PID" is
- * appended, so each process of a forking server writes its own. Created
- * with mode 0600; a symlink planted at the path is not followed. */
-static int open_report(const char *path)
-{
-	char name[4096];
-	size_t n = 0;
-	int pid = (int)getpid(), has_pid = 0;
-	for (const char *s = path; *s && n < sizeof name - 16; s++) {
-		if (s[0] == '%' && s[1] == 'p') {
-			n += (size_t)snprintf(name + n, sizeof name - n, "%d", pid);
-			s++;
-			has_pid = 1;
-		} else {
-			name[n++] = *s;
-		}
-	}
-	if (!has_pid)
-		n += (size_t)snprintf(name + n, sizeof name - n, ".%d", pid);
-	name[n < sizeof name ? n : sizeof name - 1] = 0;
-	return open(name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
-}
-
-/* The report's path, copied at initialisation: servers that set their
- * process title (redis, PostgreSQL) overwrite the environment's strings. */
+/* The report's path, absolute, copied at initialisation: servers that set
+ * their process title (redis, PostgreSQL) overwrite the environment's
+ * strings, and servers change directory. */
 static char report_path[4096];
 
 void hz_stats_init(void)
@@ -131,10 +110,52 @@ void hz_stats_init(void)
 	const struct hz_option_value *v = &hz_option_values[HZ_OPT_STATS];
 	if (!v->set)
 		return;
-	if (strlen(v->str) >= sizeof report_path)
+	size_t n = 0, len = strlen(v->str);
+	if (v->str[0] != '/' && strcmp(v->str, "stderr")) {
+		if (!getcwd(report_path, sizeof report_path)) {
+			hz_log("ignoring HUGEZERO_STATS: no current directory", "", "");
+			report_path[0] = 0;
+			return;
+		}
+		n = strlen(report_path);
+		report_path[n++] = '/';
+	}
+	/* Room for the pid (at most 10 digits and a dot) and the NUL. */
+	if (n + len + 12 > sizeof report_path) {
 		hz_log("ignoring HUGEZERO_STATS: path too long", "", "");
+		report_path[0] = 0;
+		return;
+	}
+	memcpy(report_path + n, v->str, len + 1);
+}
+
+/* The report's file: "%p" in the path becomes the pid (the first one
+ * only), otherwise ".PID" is appended, so each process of a forking server
+ * writes its own. Created with mode 0600; a symlink at the path is not
+ * followed, and an existing file is written only if this user owns it. */
+static int open_report(const char *path)
+{
+	char name[sizeof report_path + 16];
+	const char *pp = strstr(path, "%p");
+	int pid = (int)getpid();
+	if (pp)
+		snprintf(name, sizeof name, "%.*s%d%s", (int)(pp - path), path, pid, pp + 2);
 	else
-		strcpy(report_path, v->str);
+		snprintf(name, sizeof name, "%s.%d", path, pid);
+	int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0 || errno != EEXIST)
+		return fd;
+	fd = open(name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode))) {
+		close(fd);
+		return -1;
+	}
+	if (fd >= 0 && ftruncate(fd, 0)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* At exit: a preloaded library's destructors run after the program's. */

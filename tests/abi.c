@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -177,6 +178,52 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* fork while 4 threads allocate (small, large and huge blocks): the child
+ * must be able to allocate, calloc and free at every size class. */
+static volatile int stop_churn;
+
+static void *churner(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	while (!stop_churn) {
+		/* 16 B .. 4 MiB, and 1 in 64 a huge block of 40 MiB */
+		size_t n = rand_r(&seed) % 64 ? (size_t)1 << (4 + rand_r(&seed) % 19) : (size_t)40 << 20;
+		unsigned char *p = rand_r(&seed) & 1 ? calloc(1, n) : malloc(n);
+		if (p)
+			p[n - 1] = 1;
+		free(p);
+	}
+	return NULL;
+}
+
+static void fork_while_threads_allocate(void)
+{
+	pthread_t t[4];
+	stop_churn = 0;
+	for (int i = 0; i < 4; i++)
+		pthread_create(&t[i], NULL, churner, (void *)(uintptr_t)(i + 7));
+	for (int round = 0; round < 10; round++) {
+		pid_t pid = fork();
+		if (pid == 0) {
+			for (size_t n = 1; n <= ((size_t)64 << 20); n *= 4) {
+				unsigned char *p = calloc(1, n);
+				if (!p || !all(p, n, 0))
+					_exit(1);
+				memset(p, 0x77, n);
+				free(p);
+			}
+			_exit(0);
+		}
+		int status = -1;
+		CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+			      WEXITSTATUS(status) == 0,
+		      "fork round %d: child status %d", round, status);
+	}
+	stop_churn = 1;
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+}
+
 /* Out of address space: NULL and ENOMEM, no crash, and once freed the
  * memory serves again (nothing was lost). */
 static void out_of_memory(void)
@@ -225,6 +272,7 @@ int main(int argc, char **argv)
 	introspection();
 	alignments();
 	calloc_zero();
+	fork_while_threads_allocate();
 	pthread_t t[4];
 	for (int i = 0; i < 4; i++)
 		pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));

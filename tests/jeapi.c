@@ -41,6 +41,16 @@ int main(void)
 		      n, x2, sallocx(q, 0));
 		sdallocx(q, x2, 0);
 
+		/* Grown in place with MALLOCX_ZERO: what it grew into reads zero. */
+		unsigned char *g = mallocx(n, 0);
+		CHECK(g != NULL, "%zu: mallocx", n);
+		size_t gu = sallocx(g, 0);
+		memset(g, 0x3C, gu);
+		size_t gx = xallocx(g, gu + 4096, 1 << 20, MALLOCX_ZERO);
+		CHECK(gx >= gu && all(g, gu, 0x3C) && all(g + gu, gx - gu, 0),
+		      "%zu: xallocx with MALLOCX_ZERO grew %zu to %zu", n, gu, gx);
+		dallocx(g, 0);
+
 		/* From mallocx: zeroed, aligned, freed by free and dallocx. */
 		unsigned char *z = mallocx(n, MALLOCX_ZERO);
 		CHECK(z && all(z, n, 0), "%zu: mallocx zero", n);

@@ -179,6 +179,22 @@ for opt in HUGEZERO_CALLOC_DIRTY=release HUGEZERO_THP=0; do
 	fi
 done
 
+# The report at exit: one file per process, mode 0600, "%p" replaced by
+# the pid, a relative path taken from where the program started, and a
+# symlink planted at the path not followed (exec keeps the shell's pid).
+mkdir -p "$work/rep"
+(cd "$work/rep" && HUGEZERO_STATS=rel LD_PRELOAD=$lib /usr/bin/python3 -c 'import os; os.chdir("/")')
+sh -c 'exec env LD_PRELOAD="$1" HUGEZERO_STATS="$2/rep/r-%p.txt" /bin/true; ' sh "$lib" "$work"
+sh -c 'ln -s "$2/victim" "$2/rep/s.$$"; exec env LD_PRELOAD="$1" HUGEZERO_STATS="$2/rep/s" /bin/true' \
+	sh "$lib" "$work" 2>"$work/sym.err"
+rel=$(ls "$work"/rep/rel.* 2>/dev/null | head -1) pidf=$(ls "$work"/rep/r-*.txt 2>/dev/null | head -1)
+if [ -n "$rel" ] && [ "$(stat -c %a "$rel")" = 600 ] && grep -q '^malloc.small.calls [1-9]' "$rel" &&
+	[[ $pidf =~ /r-[0-9]+\.txt$ ]] && [ ! -e "$work/victim" ] && grep -q "cannot write the report" "$work/sym.err"; then
+	ok "report: $(basename "$rel") mode 600 after chdir, $(basename "$pidf"), symlink not followed"
+else
+	bad "report: rel '$rel' pid file '$pidf' victim $([ -e "$work/victim" ] && echo written) err '$(cat "$work/sym.err")'"
+fi
+
 # Bootstrap without dlsym: a library ahead of it that exits on any dlsym
 # call, under the threaded malloc-family run.
 if out=$(LD_PRELOAD="$trap:$lib" "$abi" 2>&1); then
@@ -241,7 +257,7 @@ fi
 
 # Only the interposed ABI and the hz_ API are exported.
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
-want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
+want="__bzero __explicit_bzero_chk __libc_calloc __libc_free __libc_malloc __libc_memalign __libc_pvalloc __libc_realloc __libc_valloc __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
 echo "$pass passed, $fail failed"

@@ -89,6 +89,10 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 	cr_assert_leq(st.huge_cached_bytes, hz_dirty_max, "one thread, one arena");
 	cr_assert_gt(st.huge_cached_bytes, 0);
 	cr_assert_eq(st.allocated_bytes, 0);
+	/* malloc_trim unmaps the cached blocks too. */
+	cr_assert_geq(hz_large_trim(), st.huge_cached_bytes);
+	hz_large_stats(&st);
+	cr_assert_eq(st.huge_cached_bytes, 0);
 }
 
 Test(large, calloc_zero_after_dirty_frees_and_trim)
