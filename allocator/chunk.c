@@ -185,29 +185,53 @@ static void zero_run(const struct hz_chunk *c, size_t i, size_t j, void *hint)
 		hz_clear(p, len);
 }
 
-size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
+void hz_chunk_zero_plan(const struct hz_chunk *c, const void *p, struct hz_zero_plan *plan)
 {
-	size_t n = hz_chunk_block_pages(c, p);
-	if (!n)
-		return 0;
-	size_t s = page_of(c, p), e = s + n, cleared = 0;
+	size_t n = hz_chunk_block_pages(c, p), s = page_of(c, p), e = s + n, cleared = 0;
+	plan->n = 0;
+	plan->hinted = 0;
+	if (!n) {
+		plan->known_zero = 0;
+		return;
+	}
 	/* The run holding the block's first page (the one the program
-	 * touches first) is cleared last, by a hinted clear that clears that
-	 * page last within it; the other runs first, one kernel call each. */
+	 * touches first) goes last, by a hinted clear that clears that page
+	 * last within it; the other runs first, one kernel call each. When
+	 * they do not fit the plan, the last one takes everything up to the
+	 * block's end (clearing zero pages too, which is only extra work). */
 	size_t first_end = bit(c->dirty, s) ? next_bit(c->dirty, s, e, 0) : s;
 	for (size_t i = next_bit(c->dirty, first_end, e, 1); i < e;) {
 		size_t j = next_bit(c->dirty, i, e, 0);
-		zero_run(c, i, j, NULL);
-		set_range(c->dirty, i, j, 0);
+		if (plan->n == HZ_ZERO_RUNS - 1)
+			j = e;
+		plan->lo[plan->n] = (uint32_t)i;
+		plan->hi[plan->n++] = (uint32_t)j;
 		cleared += j - i;
-		i = next_bit(c->dirty, j, e, 1);
+		i = j < e ? next_bit(c->dirty, j, e, 1) : e;
 	}
 	if (first_end > s) {
-		zero_run(c, s, first_end, p);
-		set_range(c->dirty, s, first_end, 0);
+		plan->lo[plan->n] = (uint32_t)s;
+		plan->hi[plan->n++] = (uint32_t)first_end;
+		plan->hinted = 1;
 		cleared += first_end - s;
 	}
-	return (n - cleared) << HZ_PAGE_SHIFT;
+	plan->known_zero = (n - cleared) << HZ_PAGE_SHIFT;
+}
+
+void hz_chunk_zero_runs(const struct hz_chunk *c, const struct hz_zero_plan *plan, void *p)
+{
+	for (unsigned k = 0; k < plan->n; k++)
+		zero_run(c, plan->lo[k], plan->hi[k], plan->hinted && k == plan->n - 1 ? p : NULL);
+}
+
+size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
+{
+	struct hz_zero_plan plan;
+	hz_chunk_zero_plan(c, p, &plan);
+	hz_chunk_zero_runs(c, &plan, p);
+	for (unsigned k = 0; k < plan.n; k++)
+		set_range(c->dirty, plan.lo[k], plan.hi[k], 0);
+	return plan.known_zero;
 }
 
 size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c)

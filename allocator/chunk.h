@@ -74,10 +74,23 @@ extern int hz_calloc_release;
  * (where first faults of huge pages are slow, as on some VMs). Set once at
  * initialisation. */
 extern int hz_thp;
-/* Zeroes the dirty runs of the live block at p, one kernel call each, the
- * run holding the block's first page last, by a hinted clear whose hint is
- * that page (or releases them, per hz_calloc_release); marks them known
- * zero. Returns the bytes it did not have to clear. */
+/* How calloc zeroes the dirty runs of a live block: decided under the
+ * arena lock (hz_chunk_zero_plan, which only reads the chunk), carried out
+ * after it (hz_chunk_zero_runs: the block is the caller's, and the chunk's
+ * base and kind never change), so other threads of the arena do not wait
+ * for a clear of up to 32 MiB. Runs are page indices in execution order;
+ * when the block's first page is dirty, its run is last and hinted at it. */
+#define HZ_ZERO_RUNS 16
+struct hz_zero_plan {
+	unsigned n;
+	int hinted;
+	uint32_t lo[HZ_ZERO_RUNS], hi[HZ_ZERO_RUNS];
+	size_t known_zero; /* bytes of the block left as they were: zero */
+};
+void hz_chunk_zero_plan(const struct hz_chunk *c, const void *p, struct hz_zero_plan *plan);
+void hz_chunk_zero_runs(const struct hz_chunk *c, const struct hz_zero_plan *plan, void *p);
+/* Both at once, and the runs marked known zero: returns the bytes it did
+ * not have to clear. */
 size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p);
 /* Marks the pages of the live block at p dirty (the caller wrote them or
  * will: a block handed out is dirty from then on). */

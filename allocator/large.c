@@ -276,6 +276,8 @@ static void *huge_alloc(size_t size, int zero)
 		h->live = 1;
 		a->allocated += usable;
 		count_alloc(a, usable, zero);
+		if (zero && !h->dirty)
+			a->known_zero += usable;
 	}
 	pthread_mutex_unlock(&a->lock);
 
@@ -284,8 +286,6 @@ static void *huge_alloc(size_t size, int zero)
 		 * instead of being faulted in page by page by the kernel. */
 		if (zero && h->dirty && !(hz_calloc_release && !hz_os_dontneed(h->base, usable)))
 			hz_clear_hinted(h->base, usable, h->base);
-		else if (zero)
-			__atomic_fetch_add(&a->known_zero, usable, __ATOMIC_RELAXED);
 		h->dirty = 1;
 		return h->base;
 	}
@@ -424,14 +424,19 @@ void *hz_large_alloc(size_t size, int zero)
 			c = a->chunks[i];
 	if (!p && (c = grow(a)))
 		p = hz_chunk_alloc(c, npages);
+	struct hz_zero_plan plan;
 	if (p) {
-		if (zero)
-			a->known_zero += hz_chunk_calloc_clear(c, p);
+		if (zero) {
+			hz_chunk_zero_plan(c, p, &plan);
+			a->known_zero += plan.known_zero;
+		}
 		hz_chunk_mark_dirty(c, p); /* the program writes it from now on */
 		a->allocated += npages << HZ_PAGE_SHIFT;
 		count_alloc(a, npages << HZ_PAGE_SHIFT, zero);
 	}
 	pthread_mutex_unlock(&a->lock);
+	if (p && zero) /* outside the lock: the block is ours alone */
+		hz_chunk_zero_runs(c, &plan, p);
 	if (!p)
 		errno = ENOMEM;
 	return p;

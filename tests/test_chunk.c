@@ -75,6 +75,37 @@ Test(chunk, calloc_clears_only_dirty_pages)
 	done(c);
 }
 
+/* More dirty runs than a plan holds (HZ_ZERO_RUNS): the last planned run
+ * reaches the block's end, every byte reads zero, and the plan reports
+ * what it left alone. */
+Test(chunk, calloc_plan_with_many_dirty_runs)
+{
+	struct hz_chunk *c = new_chunk();
+	enum { RUNS = 3 * HZ_ZERO_RUNS };
+	/* A fresh block whose odd page pairs are written and marked dirty
+	 * (the bitmap set here directly: frees dirty whole blocks). */
+	unsigned char *p = hz_chunk_alloc(c, 4 * RUNS);
+	cr_assert_not_null(p);
+	size_t first = (size_t)(p - c->base) / HZ_PAGE;
+	for (size_t k = 2; k < 4 * RUNS; k += 4)
+		for (size_t q = first + k; q < first + k + 2; q++) {
+			c->dirty[q / 64] |= (uint64_t)1 << (q % 64);
+			memset(c->base + q * HZ_PAGE, 0xA7, HZ_PAGE);
+		}
+	struct hz_zero_plan plan;
+	hz_chunk_zero_plan(c, p, &plan);
+	cr_assert_eq(plan.n, HZ_ZERO_RUNS);
+	cr_assert_eq(plan.hinted, 0, "the first page was clean");
+	cr_assert_eq(plan.hi[plan.n - 1], first + 4 * RUNS, "the last run reaches the end");
+	/* 2 clean pages before each of the first 15 runs, and the first
+	 * clean pair, are all that is left alone. */
+	cr_assert_eq(plan.known_zero, (size_t)(2 * HZ_ZERO_RUNS) * HZ_PAGE, "%zu", plan.known_zero);
+	hz_chunk_zero_runs(c, &plan, p);
+	size_t bad;
+	cr_assert(all_bytes(p, 4 * RUNS * HZ_PAGE, 0, &bad), "byte %zu not zero", bad);
+	done(c);
+}
+
 Test(chunk, purge_releases_whole_free_huge_pages_only)
 {
 	struct hz_chunk *c = new_chunk();
