@@ -62,7 +62,7 @@ static size_t page_of(const struct hz_chunk *c, const void *p)
 
 int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 {
-	memset(c, 0, sizeof *c);
+	hz_clear(c, sizeof *c); /* the library's own clear: not the program's memset */
 	if (hz_page_size != HZ_PAGE) {
 		errno = ENOMEM; /* another page size: chunks do not apply */
 		return -1;

@@ -42,6 +42,13 @@ void *hz_clear_hinted(void *p, size_t n, const void *hint);
  *   "malloc.small.calls"      blocks the embedded jemalloc handed out */
 int hz_stat(const char *name, uint64_t *value);
 
+/* Writes the report now: to path ("stderr", or a file: "%p" becomes the
+ * pid, otherwise ".PID" is appended; mode 0600, a symlink is not
+ * followed), NULL for HUGEZERO_STATS's (or stderr); in format "text",
+ * "json" or "prometheus", NULL for HUGEZERO_STATS_FORMAT's. Returns 0, or
+ * -1 with errno (EINVAL for an unknown format). */
+int hz_stats_dump(const char *path, const char *format);
+
 /* The name of the kernel that would serve a fill of n bytes with byte c,
  * under the current policy (for diagnostics). */
 const char *hz_kernel_for(int c, size_t n);

@@ -67,6 +67,7 @@ static void *alloc(size_t size, int zero)
 
 HZ_EXPORT void *malloc(size_t size)
 {
+	hz_count(HZ_OP_MALLOC, size);
 	return alloc(size, 0);
 }
 
@@ -77,6 +78,7 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	hz_count(HZ_OP_CALLOC, total);
 	return alloc(total, 1);
 }
 
@@ -93,6 +95,7 @@ static HZ_NOINLINE void free_large(void *p)
 
 HZ_EXPORT void free(void *p)
 {
+	hz_count_free();
 	if (hz_unlikely(hz_large_owns(p)))
 		free_large(p);
 	else
@@ -123,6 +126,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 
 HZ_EXPORT void *realloc(void *p, size_t size)
 {
+	hz_count(HZ_OP_REALLOC, size);
 	if (!p)
 		return malloc(size);
 	if (size == 0) { /* glibc: frees, returns NULL */

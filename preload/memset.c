@@ -22,15 +22,26 @@
 #include <stddef.h>
 
 #include "../arch/arch.h"
+#include "stats.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
 /* memset is the architecture's widest front end (arch/<cpu>/widest.h and
  * the arch/memset_small.h template), guarded by hz_memset_widest_ok. */
 #include "widest.h"
+
+/* Above HZ_SMALL_MAX (and every size before the constructor found the
+ * CPU): counted when large, then to the clearing kernels. */
+static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
+{
+	if (n > HZ_SMALL_MAX)
+		hz_count(HZ_OP_MEMSET, n);
+	return hz_memset_exit(p, c, n);
+}
+
 #define HZ_FRONT memset
 #define HZ_FRONT_GUARD __atomic_load_n(&hz_memset_widest_ok, __ATOMIC_RELAXED)
-#define HZ_FRONT_LARGE hz_memset_exit
+#define HZ_FRONT_LARGE memset_large
 #define HZ_FRONT_VISIBILITY HZ_EXPORT
 #include "../arch/memset_small.h"
 #pragma GCC pop_options
@@ -45,6 +56,13 @@ HZ_EXPORT void *__memset_chk(void *p, int c, size_t n, size_t dstlen)
 	if (n >= HZ_COUNT_MIN)
 		__atomic_fetch_add(&hz_counters_raw.memset_chk_calls, 1, __ATOMIC_RELAXED);
 	return memset(p, c, n);
+}
+
+/* The embedded jemalloc's memset (scripts/jemalloc-rename.sh renames its
+ * calls): the same clearing, not counted as the program's. */
+HZ_HIDDEN void *hz_je_memset(void *p, int c, size_t n)
+{
+	return n > HZ_SMALL_MAX ? hz_memset_exit(p, c, n) : hz_memset_impl(p, c, n);
 }
 
 HZ_EXPORT void bzero(void *p, size_t n)

@@ -49,6 +49,10 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 				 "how calloc zeroes recycled dirty pages: clear (in place, hinted) or release (MADV_DONTNEED, refault)"},
 	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, "(none)",
 			  "write the counters at exit to stderr, or to this path (%p: the pid; else .PID appended), mode 0600, no symlinks"},
+	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, "text",
+				 "the report's format: text, json or prometheus (text exposition format)"},
+	[HZ_OPT_STATS_INTERVAL_MS] = {"STATS_INTERVAL_MS", HZ_OPT_UINT, "0",
+				      "also rewrite the report every this many ms, from a thread started only then"},
 };
 
 struct hz_option_value hz_option_values[HZ_OPT_COUNT];

@@ -3,9 +3,13 @@
  * opened and written with plain system calls. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../allocator/large.h"
@@ -14,9 +18,125 @@
 #include "options.h"
 #include "stats.h"
 
+/* ---- per-thread counters ---- */
+
+__thread struct hz_tstats hz_tstats __attribute__((tls_model("initial-exec")));
+const char *const hz_op_names[HZ_OPS] = {"malloc", "calloc", "realloc", "free", "memset"};
+
+static pthread_mutex_t tstats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hz_tstats *tstats_list; /* live threads' blocks */
+static struct hz_tstats tstats_gone;  /* threads that exited */
+static pthread_key_t tstats_key;
+static int tstats_key_ok;
+
+static void add(struct hz_tstats *to, const struct hz_tstats *from)
+{
+	for (int o = 0; o < HZ_OPS; o++)
+		for (int k = 0; k < HZ_CLASSES; k++) {
+			to->calls[o][k] += from->calls[o][k];
+			to->bytes[o][k] += from->bytes[o][k];
+		}
+}
+
+static void unlink_locked(struct hz_tstats *t)
+{
+	for (struct hz_tstats **pp = &tstats_list; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+}
+
+/* Thread exit (a key destructor, while the thread's TLS is still there):
+ * its counts go to the totals, its block leaves the list for good. */
+static void tstats_exit(void *arg)
+{
+	struct hz_tstats *t = arg;
+	pthread_mutex_lock(&tstats_lock);
+	unlink_locked(t);
+	add(&tstats_gone, t);
+	t->state = 2;
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+/* Never waits: counting may happen in a signal handler that interrupted
+ * this very function or a report. When the lock is busy the block stays
+ * unlinked for now and keeps counting; a later count links it. */
+void hz_tstats_link(struct hz_tstats *t)
+{
+	if (pthread_mutex_trylock(&tstats_lock))
+		return;
+	if (!t->state) {
+		t->next = tstats_list;
+		tstats_list = t;
+		t->state = 1;
+	}
+	pthread_mutex_unlock(&tstats_lock);
+	/* The key exists from initialisation on; a thread that counted
+	 * before it (the main thread) is summed until exit anyway. */
+	if (tstats_key_ok)
+		pthread_setspecific(tstats_key, t);
+}
+
+void hz_tstats_sum(struct hz_tstats *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&tstats_lock);
+	add(out, &tstats_gone);
+	for (struct hz_tstats *t = tstats_list; t; t = t->next)
+		add(out, t);
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+/* fork: the lock is taken around it; the child counts from zero, with
+ * only its own thread's block. */
+static void tstats_prepare(void)
+{
+	pthread_mutex_lock(&tstats_lock);
+}
+
+static void tstats_parent(void)
+{
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+static void tstats_child(void)
+{
+	struct hz_tstats *me = &hz_tstats;
+	memset(&tstats_gone, 0, sizeof tstats_gone);
+	tstats_list = NULL;
+	int linked = me->state == 1;
+	memset(me, 0, sizeof *me);
+	if (linked) {
+		me->state = 1;
+		tstats_list = me;
+	}
+	pthread_mutex_unlock(&tstats_lock);
+}
+
 static uint64_t load(const uint64_t *v)
 {
 	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+/* VmRSS and VmHWM from /proc/self/status, read into a stack buffer. */
+static void process_rss(uint64_t *rss, uint64_t *hwm)
+{
+	char buf[4096];
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	static const char *const keys[2] = {"\nVmRSS:", "\nVmHWM:"};
+	uint64_t *out[2] = {rss, hwm};
+	for (int i = 0; i < 2; i++) {
+		const char *p = strstr(buf, keys[i]);
+		if (p)
+			*out[i] = (uint64_t)strtoull(p + strlen(keys[i]), NULL, 10) << 10;
+	}
 }
 
 void hz_counters_each(hz_counter_fn fn, void *arg)
@@ -55,6 +175,11 @@ void hz_counters_each(hz_counter_fn fn, void *arg)
 
 	if (hz_small_counters)
 		hz_small_counters(fn, arg);
+
+	uint64_t rss = 0, hwm = 0;
+	process_rss(&rss, &hwm);
+	fn(arg, "process.rss_bytes", rss);
+	fn(arg, "process.peak_rss_bytes", hwm);
 }
 
 struct find {
@@ -80,33 +205,187 @@ HZ_EXPORT int hz_stat(const char *name, uint64_t *value)
 	return 0;
 }
 
+/* ---- the report: text, JSON or Prometheus text exposition ---- */
+
+enum hz_format { HZ_FMT_TEXT, HZ_FMT_JSON, HZ_FMT_PROM };
+
+/* Output through a stack buffer, flushed with write(2). */
 struct out {
-	int fd, error;
+	int fd, error, format;
+	unsigned n;     /* scalars written so far (JSON commas) */
+	size_t len;
+	char buf[2048];
 };
+
+static void flush(struct out *o)
+{
+	size_t done = 0;
+	while (done < o->len) {
+		ssize_t w = write(o->fd, o->buf + done, o->len - done);
+		if (w <= 0) {
+			if (w < 0 && errno == EINTR)
+				continue;
+			o->error = 1;
+			break;
+		}
+		done += (size_t)w;
+	}
+	o->len = 0;
+}
+
+static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct out *o, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof line)
+		return;
+	if (o->len + (size_t)n > sizeof o->buf)
+		flush(o);
+	memcpy(o->buf + o->len, line, (size_t)n);
+	o->len += (size_t)n;
+}
+
+/* Figures of state rather than running totals: Prometheus gauges. */
+static int is_gauge(const char *name)
+{
+	static const char *const gauges[] = {
+		"large.allocated_bytes", "large.dirty_free_bytes", "large.huge_cached_bytes",
+		"large.chunks", "malloc.small.allocated_bytes", "malloc.small.mapped_bytes",
+		"process.rss_bytes", "process.peak_rss_bytes",
+	};
+	for (size_t i = 0; i < sizeof gauges / sizeof gauges[0]; i++)
+		if (!strcmp(name, gauges[i]))
+			return 1;
+	return 0;
+}
+
+/* A Prometheus name: hugezero_ and the counter's name, dots as
+ * underscores, counters ending in _total. */
+static void prom_name(char *out, size_t size, const char *name)
+{
+	size_t n = (size_t)snprintf(out, size, "hugezero_%s", name);
+	for (char *c = out; *c; c++)
+		if (*c == '.')
+			*c = '_';
+	if (!is_gauge(name) && n + 6 < size)
+		strcat(out, "_total");
+}
 
 static void write_one(void *arg, const char *name, uint64_t value)
 {
 	struct out *o = arg;
-	char line[128];
-	int n = snprintf(line, sizeof line, "%s %llu\n", name, (unsigned long long)value);
-	if (n > 0 && (size_t)n < sizeof line && write(o->fd, line, (size_t)n) != n)
-		o->error = 1;
+	unsigned long long v = (unsigned long long)value;
+	char pn[128];
+	switch (o->format) {
+	case HZ_FMT_TEXT:
+		put(o, "%s %llu\n", name, v);
+		break;
+	case HZ_FMT_JSON:
+		put(o, "%s\n    \"%s\": %llu", o->n ? "," : "", name, v);
+		break;
+	case HZ_FMT_PROM:
+		prom_name(pn, sizeof pn, name);
+		put(o, "# HELP %s hugezero's %s.\n# TYPE %s %s\n%s{pid=\"%d\"} %llu\n", pn, name, pn,
+		    is_gauge(name) ? "gauge" : "counter", pn, (int)getpid(), v);
+		break;
+	}
+	o->n++;
+}
+
+/* The smallest size in class k. */
+static unsigned long long class_min(int k)
+{
+	return k <= 1 ? 0 : 1ull << (k - 1);
+}
+
+static void write_classes(struct out *o, const struct hz_tstats *t)
+{
+	static const char *const what[2] = {"calls", "bytes"};
+	int pid = (int)getpid();
+	if (o->format == HZ_FMT_JSON)
+		put(o, "\n  },\n  \"classes\": {");
+	for (int w = 0; w < 2; w++) {
+		if (o->format == HZ_FMT_PROM)
+			put(o, "# HELP hugezero_%s_total %s by operation and size class (the class's "
+			       "smallest size, in bytes; memset from 16 KiB).\n# TYPE hugezero_%s_total counter\n",
+			    what[w], w ? "Bytes" : "Calls", what[w]);
+		for (int op = 0; op < HZ_OPS; op++) {
+			if (o->format == HZ_FMT_JSON && w == 0)
+				put(o, "%s\n    \"%s\": [", op ? "," : "", hz_op_names[op]);
+			int first = 1;
+			for (int k = 0; k < HZ_CLASSES; k++) {
+				if (!t->calls[op][k])
+					continue;
+				unsigned long long c = t->calls[op][k], b = t->bytes[op][k];
+				if (o->format == HZ_FMT_TEXT && w == 0)
+					put(o, "%s.class.%llu.calls %llu\n%s.class.%llu.bytes %llu\n",
+					    hz_op_names[op], class_min(k), c, hz_op_names[op], class_min(k), b);
+				else if (o->format == HZ_FMT_JSON && w == 0)
+					put(o, "%s{\"min\": %llu, \"calls\": %llu, \"bytes\": %llu}",
+					    first ? "" : ", ", class_min(k), c, b);
+				else if (o->format == HZ_FMT_PROM)
+					put(o, "hugezero_%s_total{pid=\"%d\",op=\"%s\",class=\"%llu\"} %llu\n",
+					    what[w], pid, hz_op_names[op], class_min(k), w ? b : c);
+				first = 0;
+			}
+			if (o->format == HZ_FMT_JSON && w == 0)
+				put(o, "]");
+		}
+	}
+	if (o->format == HZ_FMT_JSON)
+		put(o, "\n  }\n}\n");
+}
+
+static int parse_format(const char *s)
+{
+	if (!s || !strcmp(s, "text"))
+		return HZ_FMT_TEXT;
+	if (!strcmp(s, "json"))
+		return HZ_FMT_JSON;
+	if (!strcmp(s, "prometheus"))
+		return HZ_FMT_PROM;
+	return -1;
+}
+
+static int write_report(int fd, int format)
+{
+	struct out o;
+	o.fd = fd;
+	o.error = 0;
+	o.format = format;
+	o.n = 0;
+	o.len = 0;
+	if (format == HZ_FMT_JSON)
+		put(&o, "{\n  \"pid\": %d,\n  \"counters\": {", (int)getpid());
+	hz_counters_each(write_one, &o);
+	struct hz_tstats t;
+	hz_tstats_sum(&t);
+	write_classes(&o, &t);
+	flush(&o);
+	return o.error ? -1 : 0;
 }
 
 int hz_stats_write(int fd)
 {
-	struct out o = {fd, 0};
-	hz_counters_each(write_one, &o);
-	return o.error ? -1 : 0;
+	return write_report(fd, HZ_FMT_TEXT);
 }
 
 /* The report's path, absolute, copied at initialisation: servers that set
  * their process title (redis, PostgreSQL) overwrite the environment's
  * strings, and servers change directory. */
 static char report_path[4096];
+static int report_format;
+static void *interval_main(void *arg);
 
 void hz_stats_init(void)
 {
+	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
+	pthread_atfork(tstats_prepare, tstats_parent, tstats_child);
+
 	const struct hz_option_value *v = &hz_option_values[HZ_OPT_STATS];
 	if (!v->set)
 		return;
@@ -127,6 +406,21 @@ void hz_stats_init(void)
 		return;
 	}
 	memcpy(report_path + n, v->str, len + 1);
+
+	const struct hz_option_value *f = &hz_option_values[HZ_OPT_STATS_FORMAT];
+	report_format = parse_format(f->set ? f->str : NULL);
+	if (report_format < 0) {
+		hz_log("ignoring HUGEZERO_STATS_FORMAT: not text, json or prometheus: ", f->str, "");
+		report_format = HZ_FMT_TEXT;
+	}
+	const struct hz_option_value *iv = &hz_option_values[HZ_OPT_STATS_INTERVAL_MS];
+	pthread_t tid;
+	if (iv->set && iv->size) {
+		if (pthread_create(&tid, NULL, interval_main, (void *)(uintptr_t)iv->size))
+			hz_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread", "", "");
+		else
+			pthread_detach(tid);
+	}
 }
 
 /* The report's file: "%p" in the path becomes the pid (the first one
@@ -158,20 +452,53 @@ static int open_report(const char *path)
 	return fd;
 }
 
+/* Writes the report to path ("stderr", or a file as open_report makes
+ * it) in format; 0, or -1 with errno. */
+static int dump(const char *path, int format)
+{
+	if (!strcmp(path, "stderr"))
+		return write_report(2, format);
+	int fd = open_report(path);
+	if (fd < 0)
+		return -1;
+	int rc = write_report(fd, format);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+HZ_EXPORT int hz_stats_dump(const char *path, const char *format)
+{
+	int f = format ? parse_format(format) : report_format;
+	if (f < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	return dump(path ? path : report_path[0] ? report_path : "stderr", f);
+}
+
+/* HUGEZERO_STATS_INTERVAL_MS: a thread of its own, started only when
+ * asked for, rewrites the report at that interval. */
+static void *interval_main(void *arg)
+{
+	uint64_t ms = (uint64_t)(uintptr_t)arg;
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+	for (;;) {
+		while (nanosleep(&ts, NULL) && errno == EINTR)
+			;
+		dump(report_path, report_format);
+	}
+	return NULL;
+}
+
 /* At exit: a preloaded library's destructors run after the program's. */
 __attribute__((destructor)) static void hz_stats_at_exit(void)
 {
 	if (!report_path[0])
 		return;
 	int saved = errno;
-	if (!strcmp(report_path, "stderr")) {
-		hz_stats_write(2);
-	} else {
-		int fd = open_report(report_path);
-		if (fd < 0 || hz_stats_write(fd))
-			hz_log("cannot write the report to ", report_path, "");
-		if (fd >= 0)
-			close(fd);
-	}
+	if (dump(report_path, report_format))
+		hz_log("cannot write the report to ", report_path, "");
 	errno = saved;
 }

@@ -8,7 +8,9 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       python3 python3-numpy sqlite3 redis-server redis-tools postgresql-15
       openjdk-17-jdk-headless
       # the other allocators the benchmarks compare against
-      libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4)
+      libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
+      # promtool checks the Prometheus report
+      prometheus)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# The report: exact counts of a known workload (tests/stats_known.c) in
+# each process's file, threads folded in, a forked child counting from
+# zero, a report written on demand; the JSON parses, the Prometheus file
+# passes promtool, the interval thread rewrites the file while the
+# program runs.
+# Usage: stats.sh LIB STATS_KNOWN_BINARY
+set -u
+lib=$1 known=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+pass=0 fail=0
+ok() { echo "ok   - $1"; pass=$((pass + 1)); }
+bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+
+if ! pids=$(HUGEZERO_STATS="$work/r-%p.json" HUGEZERO_STATS_FORMAT=json LD_PRELOAD=$lib \
+	"$known" dump "$work/dump" 2>"$work/err"); then
+	bad "the workload failed: $(cat "$work/err")"
+fi
+read -r parent child <<<"$pids"
+check=$(/usr/bin/python3 - "$work" "${parent:-0}" "${child:-0}" <<'PY'
+import json, sys
+work, parent, child = sys.argv[1:]
+M = 1 << 20
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+def cls(rep, op, lo):
+    for c in rep["classes"][op]:
+        if c["min"] == lo:
+            return c["calls"], c["bytes"]
+    return 0, 0
+want_parent = {("malloc", 2 * M): (7, 21 * M), ("malloc", 4 * M): (3, 15 * M),
+               ("calloc", 32768): (5, 200000), ("memset", 65536): (9, 900000),
+               ("realloc", M): (4, 6 * M)}
+want_child = {("malloc", 2 * M): (2, 6 * M), ("calloc", 32768): (0, 0),
+              ("memset", 65536): (0, 0), ("malloc", 4 * M): (0, 0)}
+bad = []
+for name, path, want in (("parent", "%s/r-%s.json" % (work, parent), want_parent),
+                         ("child", "%s/r-%s.json" % (work, child), want_child),
+                         ("on demand", "%s/dump.%s" % (work, parent), want_parent)):
+    try:
+        rep = load(path)
+    except Exception as e:
+        bad.append("%s: %s" % (name, e))
+        continue
+    for (op, lo), exp in want.items():
+        got = cls(rep, op, lo)
+        if got != exp:
+            bad.append("%s: %s class %d: %s, want %s" % (name, op, lo, got, exp))
+    if rep["counters"].get("malloc.large.calls", 0) < want[("malloc", 2 * M)][0]:
+        bad.append("%s: malloc.large.calls %s" % (name, rep["counters"].get("malloc.large.calls")))
+print("; ".join(bad) if bad else "ok")
+PY
+)
+if [ "$check" = ok ]; then
+	ok "exact counts: parent (threads folded in), forked child from zero, on-demand dump"
+else
+	bad "counts: $check"
+fi
+
+# Prometheus text exposition format, checked by promtool; text too.
+for f in prometheus text; do
+	rm -f "$work"/f.*
+	HUGEZERO_STATS="$work/f" HUGEZERO_STATS_FORMAT=$f LD_PRELOAD=$lib "$known" >/dev/null
+	n=$(ls "$work"/f.* 2>/dev/null | wc -l)
+	if [ "$f" = prometheus ]; then
+		if [ "$n" = 2 ] && out=$(cat "$work"/f.* | head -c 100000 >/dev/null; for x in "$work"/f.*; do promtool check metrics <"$x" 2>&1 || exit 1; done); then
+			ok "prometheus: 2 files pass promtool check metrics"
+		else
+			bad "prometheus: $n files; promtool: $out"
+		fi
+	elif [ "$n" = 2 ] && grep -q '^calloc.class.32768.calls 5$' "$work"/f.*; then
+		ok "text: calloc.class.32768.calls 5"
+	else
+		bad "text: $n files: $(cat "$work"/f.* | grep calloc.class)"
+	fi
+done
+
+# The interval thread writes while the program runs.
+rm -f "$work"/i.*
+HUGEZERO_STATS="$work/i" HUGEZERO_STATS_INTERVAL_MS=50 LD_PRELOAD=$lib sleep 1 &
+sp=$!
+sleep 0.5
+if [ -s "$work/i.$sp" ] && kill -0 $sp 2>/dev/null; then
+	ok "interval: the report exists while the program runs"
+else
+	bad "interval: no report while running"
+fi
+wait $sp
+# No thread unless asked for.
+threads=$(LD_PRELOAD=$lib HUGEZERO_STATS="$work/t" sh -c 'ls /proc/$$/task | wc -l')
+if [ "$threads" = 1 ]; then ok "no thread without HUGEZERO_STATS_INTERVAL_MS"; else bad "$threads threads"; fi
+
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]

@@ -1,0 +1,71 @@
+/* A workload with known counts, run with libhugezero.so preloaded and
+ * HUGEZERO_STATS set; tests/stats.sh checks the reports it leaves:
+ *   main thread: 7 malloc(3 MiB), 5 calloc(1, 40000), 9 memset of
+ *                100000 bytes, 4 realloc to 1.5 MiB;
+ *   3 threads, joined before exit: 1 malloc(5 MiB) each;
+ *   a forked child: 2 malloc(3 MiB), then exit (its own report);
+ * and with "dump PATH" a report written on demand by hz_stats_dump, in
+ * JSON, before the child is forked. Sizes are picked in size classes the
+ * C library's own allocations do not reach. */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static void *(*volatile opaque_memset)(void *, int, size_t) = memset;
+static void *(*volatile opaque_malloc)(size_t) = malloc;
+
+static void *thread_main(void *arg)
+{
+	(void)arg;
+	void *p = opaque_malloc((size_t)5 << 20);
+	free(p);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	void *keep[7];
+	for (int i = 0; i < 7; i++)
+		keep[i] = opaque_malloc((size_t)3 << 20);
+	for (int i = 0; i < 7; i++)
+		free(keep[i]);
+	for (int i = 0; i < 5; i++)
+		free(calloc(1, 40000));
+	char *buf = opaque_malloc(100000);
+	for (int i = 0; i < 9; i++)
+		opaque_memset(buf, i, 100000);
+	free(buf);
+	for (int i = 0; i < 4; i++)
+		free(realloc(opaque_malloc(16), (size_t)3 << 19));
+	pthread_t t[3];
+	for (int i = 0; i < 3; i++)
+		pthread_create(&t[i], NULL, thread_main, NULL);
+	for (int i = 0; i < 3; i++)
+		pthread_join(t[i], NULL);
+
+	if (argc == 3 && !strcmp(argv[1], "dump")) {
+		int (*dump)(const char *, const char *) =
+			(int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "hz_stats_dump");
+		if (!dump || dump(argv[2], "json")) {
+			fprintf(stderr, "stats_known: hz_stats_dump failed\n");
+			return 1;
+		}
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		for (int i = 0; i < 2; i++)
+			free(opaque_malloc((size_t)3 << 20));
+		exit(0);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		fprintf(stderr, "stats_known: the child failed\n");
+		return 1;
+	}
+	printf("%d %d\n", (int)getpid(), (int)pid);
+	return 0;
+}
