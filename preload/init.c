@@ -10,6 +10,7 @@
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "options.h"
+#include "ab.h"
 #include "stats.h"
 
 struct hz_cpu hz_cpu;
@@ -73,6 +74,7 @@ void hz_init(void)
 	if (o[HZ_OPT_DIRTY_MAX].set)
 		hz_dirty_max = o[HZ_OPT_DIRTY_MAX].size;
 	hz_stats_init();
+	hz_ab_init();
 	if (o[HZ_OPT_CALLOC_DIRTY].set) {
 		if (!strcmp(o[HZ_OPT_CALLOC_DIRTY].str, "release"))
 			hz_calloc_release = 1;

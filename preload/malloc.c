@@ -16,6 +16,7 @@
 #include "../allocator/small.h"
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
+#include "ab.h"
 #include "options.h"
 #include "stats.h"
 
@@ -54,7 +55,9 @@ static HZ_NOINLINE void *calloc_cleared(size_t size, int flags)
 static void *alloc(size_t size, int zero)
 {
 	if (large_ok(size))
-		return hz_large_alloc(size, zero);
+		return zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min
+			       ? hz_ab_calloc(size, hz_large_alloc)
+			       : hz_large_alloc(size, zero);
 	/* jemalloc's malloc and calloc, not mallocx: they have its fast path,
 	 * and set errno to ENOMEM on failure. */
 	if (!zero)

@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "../arch/arch.h"
+#include "ab.h"
 #include "stats.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
@@ -34,8 +35,11 @@ extern void __chk_fail(void) __attribute__((noreturn));
  * CPU): counted when large, then to the clearing kernels. */
 static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 {
-	if (n > HZ_SMALL_MAX)
+	if (n > HZ_SMALL_MAX) {
 		hz_count(HZ_OP_MEMSET, n);
+		if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
+			return hz_ab_memset(p, c, n);
+	}
 	return hz_memset_exit(p, c, n);
 }
 

@@ -53,6 +53,12 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 				 "the report's format: text, json or prometheus (text exposition format)"},
 	[HZ_OPT_STATS_INTERVAL_MS] = {"STATS_INTERVAL_MS", HZ_OPT_UINT, "0",
 				      "also rewrite the report every this many ms, from a thread started only then"},
+	[HZ_OPT_AB] = {"AB", HZ_OPT_NAME, "(off)",
+		       "A/B arms: this fraction (0 to 1) of eligible calls goes to arm A (glibc's way), the rest to arm B (hugezero's)"},
+	[HZ_OPT_AB_SEED] = {"AB_SEED", HZ_OPT_UINT, "(time)",
+			    "seed of the arms' random assignment"},
+	[HZ_OPT_AB_MIN] = {"AB_MIN", HZ_OPT_SIZE, "64K",
+			   "memset and arena calloc calls from this size (above 16K) take part in the arms"},
 };
 
 struct hz_option_value hz_option_values[HZ_OPT_COUNT];

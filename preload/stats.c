@@ -15,6 +15,7 @@
 #include "../allocator/large.h"
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
+#include "ab.h"
 #include "options.h"
 #include "stats.h"
 
@@ -212,7 +213,8 @@ enum hz_format { HZ_FMT_TEXT, HZ_FMT_JSON, HZ_FMT_PROM };
 /* Output through a stack buffer, flushed with write(2). */
 struct out {
 	int fd, error, format;
-	unsigned n;     /* scalars written so far (JSON commas) */
+	int pass;       /* Prometheus A/B section: 0 histograms, 1 ratios */
+	unsigned n;     /* items written so far (JSON commas) */
 	size_t len;
 	char buf[2048];
 };
@@ -337,7 +339,107 @@ static void write_classes(struct out *o, const struct hz_tstats *t)
 		}
 	}
 	if (o->format == HZ_FMT_JSON)
-		put(o, "\n  }\n}\n");
+		put(o, "\n  }");
+}
+
+/* The A/B section: per operation and size class, each arm's figures and
+ * the B/A ratio of mean times with its 95% interval and the verdict. */
+static void write_ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a,
+			  const struct hz_ab_cell *b, const uint64_t *ha, const uint64_t *hb)
+{
+	struct out *o = arg;
+	struct hz_ab_result r;
+	hz_ab_compare(a, b, &r);
+	const struct hz_ab_cell *cell[2] = {a, b};
+	const uint64_t *hist[2] = {ha, hb};
+	const char *arm[2] = {"A", "B"};
+	const char *name = hz_ab_op_names[op];
+	unsigned long long lo = class_min(k);
+	int pid = (int)getpid();
+	if (o->format == HZ_FMT_TEXT) {
+		put(o, "ab %s from %llu:", name, lo);
+		for (int i = 0; i < 2; i++) {
+			double mean = cell[i]->calls ? cell[i]->ns / (double)cell[i]->calls : 0;
+			put(o, " %s %llu calls mean %.0f ns p50 %.0f p90 %.0f p99 %.0f %.2f GB/s;", arm[i],
+			    (unsigned long long)cell[i]->calls, mean, hz_ab_quantile(hist[i], 0.5),
+			    hz_ab_quantile(hist[i], 0.9), hz_ab_quantile(hist[i], 0.99),
+			    cell[i]->ns > 0 ? (double)cell[i]->bytes / cell[i]->ns : 0);
+		}
+		put(o, " B/A %.3f [%.3f, %.3f]: %s\n", r.ratio, r.lo, r.hi, r.verdict);
+	} else if (o->format == HZ_FMT_JSON) {
+		put(o, "%s\n    {\"op\": \"%s\", \"min\": %llu, ", o->n++ ? "," : "", name, lo);
+		for (int i = 0; i < 2; i++) {
+			put(o, "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"ns\": %.0f, \"ns2\": %.6e, "
+			       "\"p50_ns\": %.0f, \"p90_ns\": %.0f, \"p99_ns\": %.0f, \"hist\": [",
+			    arm[i], (unsigned long long)cell[i]->calls, (unsigned long long)cell[i]->bytes,
+			    cell[i]->ns, cell[i]->ns2, hz_ab_quantile(hist[i], 0.5),
+			    hz_ab_quantile(hist[i], 0.9), hz_ab_quantile(hist[i], 0.99));
+			int first = 1;
+			for (int h = 0; h < HZ_AB_BUCKETS; h++)
+				if (hist[i][h]) {
+					put(o, "%s[%.0f, %llu]", first ? "" : ", ", hz_ab_bucket_ns(h),
+					    (unsigned long long)hist[i][h]);
+					first = 0;
+				}
+			put(o, "]}, ");
+		}
+		put(o, "\"ratio\": %.6f, \"lo\": %.6f, \"hi\": %.6f, \"verdict\": \"%s\"}", r.ratio, r.lo,
+		    r.hi, r.verdict);
+	} else if (o->pass == 0) {
+		for (int i = 0; i < 2; i++) {
+			const char *l = "pid=\"%d\",op=\"%s\",class=\"%llu\",arm=\"%s\"";
+			char labels[160];
+			snprintf(labels, sizeof labels, l, pid, name, lo, arm[i]);
+			uint64_t cum = 0;
+			for (int h = 0; h < HZ_AB_BUCKETS; h++) {
+				cum += hist[i][h];
+				if (hist[i][h] || h + 1 == HZ_AB_BUCKETS)
+					put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"%.9g\"} %llu\n", labels,
+					    (h + 1 < HZ_AB_BUCKETS ? hz_ab_bucket_ns(h + 1) : hz_ab_bucket_ns(h) * 2) / 1e9,
+					    (unsigned long long)cum);
+			}
+			put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", labels,
+			    (unsigned long long)cum);
+			put(o, "hugezero_ab_duration_seconds_sum{%s} %.9g\n", labels, cell[i]->ns / 1e9);
+			put(o, "hugezero_ab_duration_seconds_count{%s} %llu\n", labels,
+			    (unsigned long long)cell[i]->calls);
+		}
+	} else {
+		put(o, "hugezero_ab_ratio{pid=\"%d\",op=\"%s\",class=\"%llu\",bound=\"mean\"} %.6f\n", pid,
+		    name, lo, r.ratio);
+		put(o, "hugezero_ab_ratio{pid=\"%d\",op=\"%s\",class=\"%llu\",bound=\"lo95\"} %.6f\n", pid,
+		    name, lo, r.lo);
+		put(o, "hugezero_ab_ratio{pid=\"%d\",op=\"%s\",class=\"%llu\",bound=\"hi95\"} %.6f\n", pid,
+		    name, lo, r.hi);
+	}
+}
+
+static void write_ab(struct out *o)
+{
+	if (!hz_ab_on)
+		return;
+	switch (o->format) {
+	case HZ_FMT_TEXT:
+		hz_ab_each(write_ab_cell, o);
+		break;
+	case HZ_FMT_JSON:
+		put(o, ",\n  \"ab\": [");
+		o->n = 0;
+		hz_ab_each(write_ab_cell, o);
+		put(o, "\n  ]");
+		break;
+	case HZ_FMT_PROM: /* each family's samples together: histograms, then ratios */
+		put(o, "# HELP hugezero_ab_duration_seconds Time of calls by arm (A: glibc's way, B: "
+		       "hugezero's), operation and size class.\n"
+		       "# TYPE hugezero_ab_duration_seconds histogram\n");
+		o->pass = 0;
+		hz_ab_each(write_ab_cell, o);
+		put(o, "# HELP hugezero_ab_ratio B/A ratio of mean times and its 95%% interval.\n"
+		       "# TYPE hugezero_ab_ratio gauge\n");
+		o->pass = 1;
+		hz_ab_each(write_ab_cell, o);
+		break;
+	}
 }
 
 static int parse_format(const char *s)
@@ -359,12 +461,16 @@ static int write_report(int fd, int format)
 	o.format = format;
 	o.n = 0;
 	o.len = 0;
+	o.pass = 0;
 	if (format == HZ_FMT_JSON)
 		put(&o, "{\n  \"pid\": %d,\n  \"counters\": {", (int)getpid());
 	hz_counters_each(write_one, &o);
 	struct hz_tstats t;
 	hz_tstats_sum(&t);
 	write_classes(&o, &t);
+	write_ab(&o);
+	if (format == HZ_FMT_JSON)
+		put(&o, "\n}\n");
 	flush(&o);
 	return o.error ? -1 : 0;
 }

@@ -77,6 +77,47 @@ for f in prometheus text; do
 	fi
 done
 
+# A/B arms: both arms give the same bytes (the workload checks them), the
+# split follows HUGEZERO_AB within 4 standard deviations, each arm has its
+# figures and the comparison a verdict; the Prometheus file passes.
+rm -f "$work"/ab.*
+if HUGEZERO_AB=0.3 HUGEZERO_AB_SEED=7 HUGEZERO_STATS="$work/ab" HUGEZERO_STATS_FORMAT=json \
+	LD_PRELOAD=$lib "$known" ab; then
+	check=$(/usr/bin/python3 - "$work"/ab.* <<'PY'
+import json, math, sys
+rep = json.load(open(sys.argv[1]))
+bad = []
+tot = {"memset": [0, 0], "calloc": [0, 0]}
+for e in rep.get("ab", []):
+    tot[e["op"]][0] += e["A"]["calls"]
+    tot[e["op"]][1] += e["B"]["calls"]
+    if e["verdict"] not in ("B faster", "B slower", "no difference", "not enough calls"):
+        bad.append("verdict %r" % e["verdict"])
+    for arm in "AB":
+        if e[arm]["calls"] and not (0 < e[arm]["p50_ns"] <= e[arm]["p90_ns"] <= e[arm]["p99_ns"]):
+            bad.append("%s %s percentiles" % (e["op"], arm))
+        if sum(c for _, c in e[arm]["hist"]) != e[arm]["calls"]:
+            bad.append("%s %s histogram total" % (e["op"], arm))
+for op, n in (("memset", 2000), ("calloc", 200)):
+    a, b = tot[op]
+    sd = math.sqrt(n * 0.3 * 0.7)
+    if a + b != n or abs(a - 0.3 * n) > 4 * sd:
+        bad.append("%s: A %d B %d of %d" % (op, a, b, n))
+print("; ".join(bad) if bad else "ok %s" % tot)
+PY
+)
+	case $check in ok*) ok "A/B: split and figures: $check" ;; *) bad "A/B: $check" ;; esac
+else
+	bad "A/B: the workload saw wrong bytes"
+fi
+rm -f "$work"/ab.*
+HUGEZERO_AB=0.5 HUGEZERO_STATS="$work/ab" HUGEZERO_STATS_FORMAT=prometheus LD_PRELOAD=$lib "$known" ab
+if grep -q '^hugezero_ab_duration_seconds_bucket' "$work"/ab.* && out=$(promtool check metrics <"$work"/ab.* 2>&1); then
+	ok "A/B: the Prometheus report passes promtool"
+else
+	bad "A/B prometheus: $out"
+fi
+
 # The interval thread writes while the program runs.
 rm -f "$work"/i.*
 HUGEZERO_STATS="$work/i" HUGEZERO_STATS_INTERVAL_MS=50 LD_PRELOAD=$lib sleep 1 &

@@ -1,0 +1,64 @@
+/* Per-call A/B arms (HUGEZERO_AB): each eligible call (memset, and calloc
+ * of an arena block, from HUGEZERO_AB_MIN bytes) goes at random to arm A,
+ * the baseline (glibc's memset; for calloc, the block cleared whole by
+ * glibc's memset, as glibc's allocator clears memory it recycles), or to
+ * arm B, hugezero's own path. Both give the same bytes. Each arm records
+ * per size class calls, bytes, time and a latency histogram; the report
+ * gives their means, percentiles, throughput and the B/A ratio of mean
+ * times with a 95% confidence interval and a verdict. */
+#ifndef HZ_AB_H
+#define HZ_AB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/arch.h"
+
+enum hz_ab_op { HZ_AB_MEMSET, HZ_AB_CALLOC, HZ_AB_OPS };
+
+/* Set once at initialisation: 1 when the arms run. */
+HZ_HIDDEN extern int hz_ab_on;
+HZ_HIDDEN extern size_t hz_ab_min;
+
+/* Reads HUGEZERO_AB, HUGEZERO_AB_SEED, HUGEZERO_AB_MIN and finds glibc's
+ * memset; leaves the arms off (and says why) when it cannot. */
+HZ_HIDDEN void hz_ab_init(void);
+
+/* memset of n >= hz_ab_min bytes through an arm. */
+HZ_HIDDEN HZ_NOINLINE void *hz_ab_memset(void *p, int c, size_t n);
+/* An arena block for calloc of size >= hz_ab_min bytes through an arm:
+ * alloc(size, zero) is the arenas' allocation. */
+HZ_HIDDEN HZ_NOINLINE void *hz_ab_calloc(size_t size, void *(*alloc)(size_t, int));
+
+/* One arm's figures for one operation and size class. */
+struct hz_ab_cell {
+	uint64_t calls, bytes;
+	double ns, ns2; /* sum of times and of their squares */
+};
+/* The report's section, in the format's own form (preload/stats.c). */
+typedef void (*hz_ab_fn)(void *arg, int op, int cls, const struct hz_ab_cell *a,
+			 const struct hz_ab_cell *b, const uint64_t *hist_a, const uint64_t *hist_b);
+HZ_HIDDEN void hz_ab_each(hz_ab_fn fn, void *arg);
+HZ_HIDDEN extern const char *const hz_ab_op_names[HZ_AB_OPS];
+
+/* Latency histogram: log-linear buckets over nanoseconds, 4 a power of
+ * two, from 2^HZ_AB_H_LO ns. */
+#define HZ_AB_H_LO 6
+#define HZ_AB_H_MAJ 32
+#define HZ_AB_H_SUB 4
+#define HZ_AB_BUCKETS (HZ_AB_H_MAJ * HZ_AB_H_SUB)
+/* The lower bound, in ns, of bucket b. */
+HZ_HIDDEN double hz_ab_bucket_ns(int b);
+
+/* Mean, 95% interval of the B/A ratio of mean times, by the delta
+ * method; verdict "B faster", "B slower" or "no difference". */
+struct hz_ab_result {
+	double mean_a, mean_b, ratio, lo, hi;
+	const char *verdict;
+};
+HZ_HIDDEN void hz_ab_compare(const struct hz_ab_cell *a, const struct hz_ab_cell *b,
+			     struct hz_ab_result *r);
+/* The q-quantile (0..1) of a histogram, in ns (the bucket's midpoint). */
+HZ_HIDDEN double hz_ab_quantile(const uint64_t *hist, double q);
+
+#endif
