@@ -1,6 +1,4 @@
 /* Per-call A/B arms (ab.h). */
-#define _GNU_SOURCE /* RTLD_NEXT */
-#include <dlfcn.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -8,6 +6,7 @@
 #include <time.h>
 
 #include "ab.h"
+#include "glibc.h"
 #include "options.h"
 #include "stats.h"
 
@@ -38,9 +37,9 @@ void hz_ab_init(void)
 		return;
 	}
 	/* glibc's memset: the next definition after this library's (in a
-	 * fully static program there is none, and the arms stay off). Looked
-	 * up only here, when the arms are asked for. */
-	glibc_memset = (void *(*)(void *, int, size_t))dlsym(RTLD_NEXT, "memset");
+	 * fully static program there is none, and the arms stay off). */
+	static void *next;
+	glibc_memset = (void *(*)(void *, int, size_t))hz_glibc_next(&next, "memset");
 	if (!glibc_memset) {
 		hz_log("HUGEZERO_AB: glibc's memset not found; arms off", "", "");
 		return;

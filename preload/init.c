@@ -11,9 +11,11 @@
 #include "../include/hugezero.h"
 #include "options.h"
 #include "ab.h"
+#include "glibc.h"
 #include "stats.h"
 
 struct hz_cpu hz_cpu;
+int hz_mode_off;
 size_t hz_page_size = 4096;
 
 static void print_policy(void)
@@ -74,7 +76,6 @@ void hz_init(void)
 	if (o[HZ_OPT_DIRTY_MAX].set)
 		hz_dirty_max = o[HZ_OPT_DIRTY_MAX].size;
 	hz_stats_init();
-	hz_ab_init();
 	if (o[HZ_OPT_CALLOC_DIRTY].set) {
 		if (!strcmp(o[HZ_OPT_CALLOC_DIRTY].str, "release"))
 			hz_calloc_release = 1;
@@ -82,6 +83,21 @@ void hz_init(void)
 			hz_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ",
 			       o[HZ_OPT_CALLOC_DIRTY].str, "");
 	}
+	if (hz_mode_decide)
+		hz_mode_decide();
+	if (hz_mode_off) {
+		/* memset through the pointer, to glibc's; no arms. */
+		static void *next;
+		hz_memset_fn glibc = (hz_memset_fn)hz_glibc_next(&next, "memset");
+		if (glibc) {
+			__atomic_store_n(&hz_memset_widest_ok, 0, __ATOMIC_RELAXED);
+			__atomic_store_n(&hz_memset_impl, glibc, __ATOMIC_RELAXED);
+		}
+		if (o[HZ_OPT_VERBOSE].set && o[HZ_OPT_VERBOSE].num)
+			hz_log("HUGEZERO_MODE=off: memset and the malloc family are glibc's", "", "");
+		return;
+	}
+	hz_ab_init();
 	if (o[HZ_OPT_LARGE_MIN].set && o[HZ_OPT_LARGE_MIN].size >= ((size_t)16 << 10))
 		hz_large_min = o[HZ_OPT_LARGE_MIN].size;
 	else if (o[HZ_OPT_LARGE_MIN].set)

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "../allocator/large.h"
@@ -17,6 +18,7 @@
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "ab.h"
+#include "glibc.h"
 #include "options.h"
 #include "stats.h"
 
@@ -52,12 +54,51 @@ static HZ_NOINLINE void *calloc_cleared(size_t size, int flags)
 	return p ? hz_clear_hinted(p, hz_je_sallocx(p, 0), p) : NULL;
 }
 
+/* ---- HUGEZERO_MODE=off: everything to glibc ----
+ * Decided at the first call into the allocator, before it hands out a
+ * block (hz_large_min stays 0 until then, so that call takes the slow
+ * path), or by the constructor if it comes first: in either case no block
+ * of this allocator can reach glibc's free. The environment is read with
+ * getenv, which does not allocate, as jemalloc reads MALLOC_CONF. */
+static int mode_decided;
+
+void hz_mode_decide(void)
+{
+	if (__atomic_load_n(&mode_decided, __ATOMIC_ACQUIRE))
+		return;
+	const char *m = getauxval(AT_SECURE) ? NULL : getenv("HUGEZERO_MODE");
+	int off = m && !strcmp(m, "off") && hz_glibc_malloc && hz_glibc_free;
+	if (m && strcmp(m, "off") && strcmp(m, "on"))
+		hz_log("ignoring HUGEZERO_MODE: not on or off: ", m, "");
+	hz_mode_off = off;
+	if (!off)
+		__atomic_store_n(&hz_large_min, HZ_LARGE_MIN_DEFAULT, __ATOMIC_RELAXED);
+	__atomic_store_n(&mode_decided, 1, __ATOMIC_RELEASE);
+}
+
+/* In off mode, glibc's own function of that name (looked up once). */
+#define HZ_GLIBC(type, name) ((type)hz_glibc_next(&glibc_##name, #name))
+static void *glibc_malloc_trim, *glibc_mallinfo2, *glibc_mallinfo, *glibc_malloc_stats, *glibc_mallopt;
+
+/* Blocks from hz_large_min up, and every block until the mode is known. */
+static HZ_NOINLINE void *alloc_large(size_t size, int zero)
+{
+	if (hz_unlikely(!mode_decided)) {
+		hz_mode_decide();
+		if (!hz_mode_off && !large_ok(size))
+			return zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
+	}
+	if (hz_mode_off)
+		return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
+	if (zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min)
+		return hz_ab_calloc(size, hz_large_alloc);
+	return hz_large_alloc(size, zero);
+}
+
 static void *alloc(size_t size, int zero)
 {
 	if (large_ok(size))
-		return zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min
-			       ? hz_ab_calloc(size, hz_large_alloc)
-			       : hz_large_alloc(size, zero);
+		return alloc_large(size, zero);
 	/* jemalloc's malloc and calloc, not mallocx: they have its fast path,
 	 * and set errno to ENOMEM on failure. */
 	if (!zero)
@@ -88,8 +129,12 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 /* free preserves errno (POSIX 2024, glibc 2.33). jemalloc's free touches
  * it only when a system call fails (a purge's madvise); the arenas' path
  * may release memory, so it saves errno. */
-static HZ_NOINLINE void free_large(void *p)
+static HZ_NOINLINE void free_slow(void *p)
 {
+	if (!hz_large_owns(p)) { /* HUGEZERO_MODE=off */
+		hz_glibc_free(p);
+		return;
+	}
 	int saved = errno;
 	if (hz_large_free(p))
 		bad_pointer("free(): invalid pointer");
@@ -99,8 +144,8 @@ static HZ_NOINLINE void free_large(void *p)
 HZ_EXPORT void free(void *p)
 {
 	hz_count_free();
-	if (hz_unlikely(hz_large_owns(p)))
-		free_large(p);
+	if (hz_unlikely(hz_mode_off | hz_large_owns(p)))
+		free_slow(p);
 	else
 		hz_je_free(p);
 }
@@ -124,6 +169,11 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (hz_unlikely(hz_large_owns(p)))
 		return hz_large_usable(p);
+	if (hz_unlikely(hz_mode_off)) {
+		static void *next;
+		size_t (*fn)(void *) = (size_t (*)(void *))hz_glibc_next(&next, "malloc_usable_size");
+		return fn ? fn(p) : 0;
+	}
 	return hz_je_malloc_usable_size(p);
 }
 
@@ -137,6 +187,8 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 		return NULL;
 	}
 	int mine = hz_large_owns(p);
+	if (hz_unlikely(hz_mode_off) && !mine)
+		return hz_glibc_realloc(p, size);
 	size_t old = mine ? hz_large_usable(p) : 0;
 	if (mine && !old)
 		bad_pointer("realloc(): invalid pointer");
@@ -172,6 +224,9 @@ HZ_EXPORT void *reallocarray(void *p, size_t n, size_t size)
  * alignments go to jemalloc, which honours any. */
 static void *alloc_aligned(size_t align, size_t size)
 {
+	hz_mode_decide();
+	if (hz_unlikely(hz_mode_off))
+		return hz_glibc_memalign(align, size);
 	if (align <= HZ_PAGE && large_ok(size))
 		return hz_large_alloc(size, 0);
 	void *p = hz_je_mallocx(size ? size : 1, HZ_JE_LG_ALIGN(__builtin_ctzl(align)));
@@ -192,16 +247,6 @@ HZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	*out = p;
 	return 0;
 }
-
-/* glibc's own names for its allocator, which some programs call (and
- * jemalloc, mimalloc and tcmalloc export too): the same functions. */
-HZ_EXPORT void *__libc_malloc(size_t size) __attribute__((alias("malloc"), copy(malloc)));
-HZ_EXPORT void *__libc_calloc(size_t n, size_t size) __attribute__((alias("calloc"), copy(calloc)));
-HZ_EXPORT void *__libc_realloc(void *p, size_t size) __attribute__((alias("realloc"), copy(realloc)));
-HZ_EXPORT void __libc_free(void *p) __attribute__((alias("free"), copy(free)));
-HZ_EXPORT void *__libc_memalign(size_t align, size_t size) __attribute__((alias("memalign"), copy(memalign)));
-HZ_EXPORT void *__libc_valloc(size_t size) __attribute__((alias("valloc"), copy(valloc)));
-HZ_EXPORT void *__libc_pvalloc(size_t size) __attribute__((alias("pvalloc"), copy(pvalloc)));
 
 /* glibc 2.36's aligned_alloc is memalign (2.38 made bad alignments EINVAL). */
 HZ_EXPORT void *aligned_alloc(size_t align, size_t size) __attribute__((alias("memalign"), copy(memalign)));
@@ -239,6 +284,8 @@ HZ_EXPORT void *pvalloc(size_t size)
  * MALLCTL_ARENAS_ALL). Returns 1 when the arenas released memory. */
 HZ_EXPORT int malloc_trim(size_t pad)
 {
+	if (hz_unlikely(hz_mode_off))
+		return HZ_GLIBC(int (*)(size_t), malloc_trim)(pad);
 	(void)pad;
 	hz_je_mallctl("arena.4096.purge", NULL, NULL, NULL, 0);
 	return hz_large_trim() != 0;
@@ -271,6 +318,8 @@ static void totals(struct totals *t)
  * fordblks too, as glibc counts its free memory. */
 HZ_EXPORT struct mallinfo2 mallinfo2(void)
 {
+	if (hz_unlikely(hz_mode_off))
+		return HZ_GLIBC(struct mallinfo2 (*)(void), mallinfo2)();
 	struct totals t;
 	totals(&t);
 	struct mallinfo2 m = {0};
@@ -289,6 +338,8 @@ static int clamp(size_t v)
 
 HZ_EXPORT struct mallinfo mallinfo(void)
 {
+	if (hz_unlikely(hz_mode_off))
+		return HZ_GLIBC(struct mallinfo (*)(void), mallinfo)();
 	struct mallinfo2 m2 = mallinfo2();
 	struct mallinfo m = {0};
 	m.arena = clamp(m2.arena);
@@ -326,6 +377,10 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 /* Like glibc's, on stderr, without allocating. */
 HZ_EXPORT void malloc_stats(void)
 {
+	if (hz_unlikely(hz_mode_off)) {
+		HZ_GLIBC(void (*)(void), malloc_stats)();
+		return;
+	}
 	struct totals t;
 	totals(&t);
 	char buf[512];
@@ -345,6 +400,8 @@ HZ_EXPORT void malloc_stats(void)
  * mode says which were ignored. */
 HZ_EXPORT int mallopt(int param, int value)
 {
+	if (hz_unlikely(hz_mode_off))
+		return HZ_GLIBC(int (*)(int, int), mallopt)(param, value);
 	(void)value;
 	if (hz_option_values[HZ_OPT_VERBOSE].set && hz_option_values[HZ_OPT_VERBOSE].num) {
 		char num[16];
@@ -361,6 +418,28 @@ HZ_EXPORT int mallopt(int param, int value)
  * arena go to the hugepage arenas, as malloc's do; the rest to the
  * embedded jemalloc, flags and all. */
 
+/* Off mode: the extended API on glibc's blocks (alignment and zeroing
+ * honoured; sizes as glibc gives them; nothing resized in place). */
+static HZ_NOINLINE void *off_mallocx(size_t size, int flags)
+{
+	size_t align = HZ_JE_ALIGN_OF(flags);
+	void *p = align > 16 ? hz_glibc_memalign(align, size) : hz_glibc_malloc(size);
+	if (p && (flags & HZ_JE_ZERO))
+		memset(p, 0, size);
+	return p;
+}
+
+static HZ_NOINLINE void *off_rallocx(void *p, size_t size, int flags)
+{
+	size_t old = malloc_usable_size(p);
+	void *q = off_mallocx(size, flags);
+	if (q) {
+		memcpy(q, p, old < size ? old : size);
+		hz_glibc_free(p);
+	}
+	return q;
+}
+
 static int large_flags_ok(size_t size, int flags)
 {
 	return large_ok(size) && HZ_JE_ALIGN_OF(flags) <= HZ_PAGE && !(flags & HZ_JE_ARENA_MASK);
@@ -368,6 +447,8 @@ static int large_flags_ok(size_t size, int flags)
 
 HZ_EXPORT void *mallocx(size_t size, int flags)
 {
+	if (hz_unlikely(hz_mode_off))
+		return off_mallocx(size, flags);
 	if (large_flags_ok(size, flags))
 		return hz_large_alloc(size, flags & HZ_JE_ZERO);
 	if ((flags & HZ_JE_ZERO) && size >= HZ_JE_CLEAR_MIN && size < HZ_LARGE_MIN_DEFAULT)
@@ -377,6 +458,8 @@ HZ_EXPORT void *mallocx(size_t size, int flags)
 
 HZ_EXPORT size_t nallocx(size_t size, int flags)
 {
+	if (hz_unlikely(hz_mode_off))
+		return size; /* glibc gives at least that */
 	if (large_flags_ok(size, flags))
 		return hz_large_good_size(size);
 	return hz_je_nallocx(size, flags);
@@ -390,6 +473,10 @@ HZ_EXPORT size_t sallocx(const void *p, int flags)
 
 HZ_EXPORT void dallocx(void *p, int flags)
 {
+	if (hz_unlikely(hz_mode_off)) {
+		free(p);
+		return;
+	}
 	if (hz_unlikely(hz_large_owns(p))) {
 		if (hz_large_free(p))
 			bad_pointer("dallocx(): invalid pointer");
@@ -400,6 +487,10 @@ HZ_EXPORT void dallocx(void *p, int flags)
 
 HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
 {
+	if (hz_unlikely(hz_mode_off)) {
+		free(p);
+		return;
+	}
 	if (hz_unlikely(hz_large_owns(p))) {
 		if (hz_large_free(p))
 			bad_pointer("sdallocx(): invalid pointer");
@@ -412,6 +503,8 @@ HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
  * size read as zero. NULL (p untouched) when memory is exhausted. */
 HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
 {
+	if (hz_unlikely(hz_mode_off))
+		return off_rallocx(p, size, flags);
 	int mine = hz_large_owns(p);
 	size_t old = mine ? hz_large_usable(p) : 0;
 	if (mine && !old)
@@ -435,6 +528,8 @@ HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
  * where it can; returns the usable size after. */
 HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 {
+	if (hz_unlikely(hz_mode_off))
+		return malloc_usable_size(p);
 	if (hz_unlikely(hz_large_owns(p))) {
 		size_t old = hz_large_usable(p);
 		size_t want = size + extra < size ? SIZE_MAX : size + extra;

@@ -11,6 +11,8 @@
 const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_VERBOSE] = {"VERBOSE", HZ_OPT_BOOL, "0",
 			    "print the detected CPU, caches and kernel policy to stderr at start"},
+	[HZ_OPT_MODE] = {"MODE", HZ_OPT_NAME, "on",
+			 "off forwards memset and the whole malloc family to glibc (read at the first allocation)"},
 	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, "(policy)",
 			   "use this kernel for every size above 16 KiB (names: see Kernels in README.md)"},
 	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, "(policy)",

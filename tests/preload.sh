@@ -257,7 +257,7 @@ fi
 
 # Only the interposed ABI and the hz_ API are exported.
 exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
-want="__bzero __explicit_bzero_chk __libc_calloc __libc_free __libc_malloc __libc_memalign __libc_pvalloc __libc_realloc __libc_valloc __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat hz_stats_dump mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
+want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat hz_stats_dump mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
 echo "$pass passed, $fail failed"

@@ -3,10 +3,10 @@
 # each process's file, threads folded in, a forked child counting from
 # zero, a report written on demand; the JSON parses, the Prometheus file
 # passes promtool, the interval thread rewrites the file while the
-# program runs.
-# Usage: stats.sh LIB STATS_KNOWN_BINARY
+# program runs; HUGEZERO_MODE=off forwards everything to glibc.
+# Usage: stats.sh LIB STATS_KNOWN_BINARY ABI_BINARY
 set -u
-lib=$1 known=$2
+lib=$1 known=$2 abi=$3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -116,6 +116,28 @@ if grep -q '^hugezero_ab_duration_seconds_bucket' "$work"/ab.* && out=$(promtool
 	ok "A/B: the Prometheus report passes promtool"
 else
 	bad "A/B prometheus: $out"
+fi
+
+# HUGEZERO_MODE=off: the library is loaded and counts, but memset and the
+# malloc family are glibc's: a block's usable size is glibc's, no block
+# comes from the arenas or the embedded jemalloc, no kernel runs, no arm.
+glibc_usable=$("$known" usable) hz_usable=$(LD_PRELOAD=$lib "$known" usable)
+rm -f "$work"/off.*
+off_usable=$(HUGEZERO_MODE=off HUGEZERO_AB=0.5 HUGEZERO_STATS="$work/off" LD_PRELOAD=$lib "$known" usable)
+HUGEZERO_MODE=off HUGEZERO_STATS="$work/off" LD_PRELOAD=$lib "$known" >/dev/null
+count() { awk -v k="$1" '$1 == k { s += $2 } END { print s + 0 }' "$work"/off.*; }
+kernels=$(awk '$1 ~ /^kernel\..*\.calls$/ { s += $2 } END { print s + 0 }' "$work"/off.*)
+if [ "$off_usable" = "$glibc_usable" ] && [ "$hz_usable" != "$glibc_usable" ] &&
+	[ "$(count malloc.large.calls)" = 0 ] && [ "$(count malloc.small.calls)" = 0 ] &&
+	[ "$(count memset.class.65536.calls)" -ge 9 ] && [ "$kernels" = 0 ] && ! grep -q '^ab ' "$work"/off.*; then
+	ok "HUGEZERO_MODE=off: glibc's blocks ($off_usable usable, as glibc; $hz_usable with the library on), no kernel"
+else
+	bad "off: usable $off_usable (glibc $glibc_usable, on $hz_usable), large $(count malloc.large.calls), small $(count malloc.small.calls), kernels $kernels"
+fi
+if out=$(HUGEZERO_MODE=off LD_PRELOAD=$lib "$abi" 2>&1); then
+	ok "HUGEZERO_MODE=off: the malloc family's edges: $(echo "$out" | tail -1)"
+else
+	bad "HUGEZERO_MODE=off: $(echo "$out" | tail -3)"
 fi
 
 # The interval thread writes while the program runs.

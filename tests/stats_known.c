@@ -8,8 +8,10 @@
  * JSON, before the child is forked. Sizes are picked in size classes the
  * C library's own allocations do not reach. With "ab": 2000 memsets of
  * 100000 bytes and 200 callocs of 2 MiB after dirty frees, every result
- * checked (whichever arm served it). */
+ * checked (whichever arm served it). With "usable": malloc_usable_size of
+ * a 3 MiB block, which tells glibc's allocator from hugezero's. */
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +55,12 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "ab"))
 		return ab_workload();
+	if (argc == 2 && !strcmp(argv[1], "usable")) { /* whose allocator answers */
+		void *p = opaque_malloc((size_t)3 << 20);
+		printf("%zu\n", malloc_usable_size(p));
+		free(p);
+		return 0;
+	}
 	void *keep[7];
 	for (int i = 0; i < 7; i++)
 		keep[i] = opaque_malloc((size_t)3 << 20);
