@@ -11,11 +11,13 @@
 #include "../include/hugezero.h"
 #include "options.h"
 #include "ab.h"
+#include "callsites.h"
 #include "glibc.h"
 #include "stats.h"
 
 struct hz_cpu hz_cpu;
 int hz_mode_off;
+int hz_callsites_on;
 size_t hz_page_size = 4096;
 
 static void print_policy(void)
@@ -98,6 +100,8 @@ void hz_init(void)
 		return;
 	}
 	hz_ab_init();
+	if (hz_callsites_init)
+		hz_callsites_init();
 	if (o[HZ_OPT_LARGE_MIN].set && o[HZ_OPT_LARGE_MIN].size >= ((size_t)16 << 10))
 		hz_large_min = o[HZ_OPT_LARGE_MIN].size;
 	else if (o[HZ_OPT_LARGE_MIN].set)

@@ -18,6 +18,7 @@
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "ab.h"
+#include "callsites.h"
 #include "glibc.h"
 #include "options.h"
 #include "stats.h"
@@ -90,6 +91,8 @@ static HZ_NOINLINE void *alloc_large(size_t size, int zero)
 	}
 	if (hz_mode_off)
 		return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
+	if (zero && hz_unlikely(hz_callsites_on))
+		hz_callsite(size);
 	if (zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min)
 		return hz_ab_calloc(size, hz_large_alloc);
 	return hz_large_alloc(size, zero);

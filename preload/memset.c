@@ -23,6 +23,7 @@
 
 #include "../arch/arch.h"
 #include "ab.h"
+#include "callsites.h"
 #include "stats.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
@@ -37,6 +38,8 @@ static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 {
 	if (n > HZ_SMALL_MAX) {
 		hz_count(HZ_OP_MEMSET, n);
+		if (hz_unlikely(hz_callsites_on))
+			hz_callsite(n);
 		if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
 			return hz_ab_memset(p, c, n);
 	}

@@ -61,6 +61,8 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 			    "seed of the arms' random assignment"},
 	[HZ_OPT_AB_MIN] = {"AB_MIN", HZ_OPT_SIZE, "64K",
 			   "memset and arena calloc calls from this size (above 16K) take part in the arms"},
+	[HZ_OPT_CALLSITES] = {"CALLSITES", HZ_OPT_UINT, "0",
+			      "sample the stack of 1 in this many large memset and calloc calls (libunwind); 0: off"},
 };
 
 struct hz_option_value hz_option_values[HZ_OPT_COUNT];

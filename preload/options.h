@@ -32,6 +32,7 @@ enum hz_option {
 	HZ_OPT_AB,
 	HZ_OPT_AB_SEED,
 	HZ_OPT_AB_MIN,
+	HZ_OPT_CALLSITES,
 	HZ_OPT_COUNT
 };
 

@@ -16,6 +16,7 @@
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "ab.h"
+#include "callsites.h"
 #include "options.h"
 #include "stats.h"
 
@@ -442,6 +443,74 @@ static void write_ab(struct out *o)
 	}
 }
 
+/* The top call sites (HUGEZERO_CALLSITES). */
+static void put_str(struct out *o, const char *s)
+{
+	/* JSON and Prometheus label strings: quotes and backslashes escaped. */
+	char buf[200];
+	size_t n = 0;
+	for (; s && *s && n < sizeof buf - 3; s++) {
+		if (*s == '"' || *s == '\\')
+			buf[n++] = '\\';
+		buf[n++] = *s;
+	}
+	buf[n] = 0;
+	put(o, "\"%s\"", buf);
+}
+
+static void write_site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
+		       const struct hz_site_frame *f, int n)
+{
+	struct out *o = arg;
+	unsigned long long c = (unsigned long long)calls, b = (unsigned long long)bytes;
+	switch (o->format) {
+	case HZ_FMT_TEXT:
+		put(o, "callsite %u: about %llu calls, %llu bytes\n", rank, c, b);
+		for (int i = 0; i < n; i++)
+			put(o, "  %s+0x%lx (%s +0x%lx build-id %s)\n", f[i].function ? f[i].function : "?",
+			    (unsigned long)f[i].offset, f[i].module, (unsigned long)f[i].module_offset,
+			    f[i].build_id[0] ? f[i].build_id : "none");
+		break;
+	case HZ_FMT_JSON:
+		put(o, "%s\n    {\"rank\": %u, \"calls\": %llu, \"bytes\": %llu, \"frames\": [", rank > 1 ? "," : "",
+		    rank, c, b);
+		for (int i = 0; i < n; i++) {
+			put(o, "%s{\"function\": ", i ? ", " : "");
+			put_str(o, f[i].function ? f[i].function : "");
+			put(o, ", \"offset\": %lu, \"module\": ", (unsigned long)f[i].offset);
+			put_str(o, f[i].module);
+			put(o, ", \"module_offset\": %lu, \"build_id\": \"%s\"}", (unsigned long)f[i].module_offset,
+			    f[i].build_id);
+		}
+		put(o, "]}");
+		break;
+	case HZ_FMT_PROM:
+		put(o, "hugezero_callsite_bytes_total{pid=\"%d\",rank=\"%u\",site=", (int)getpid(), rank);
+		char site[160];
+		snprintf(site, sizeof site, "%s+0x%lx", n && f[0].function ? f[0].function : "?",
+			 n ? (unsigned long)f[0].offset : 0ul);
+		put_str(o, site);
+		put(o, "} %llu\n", b);
+		break;
+	}
+}
+
+static void write_callsites(struct out *o)
+{
+	unsigned period = 0;
+	if (!hz_callsites_each || !hz_callsites_on)
+		return;
+	if (o->format == HZ_FMT_JSON)
+		put(o, ",\n  \"callsites\": [");
+	else if (o->format == HZ_FMT_PROM)
+		put(o, "# HELP hugezero_callsite_bytes_total Bytes cleared by large memset and calloc "
+		       "calls from the top call sites (estimated from samples).\n"
+		       "# TYPE hugezero_callsite_bytes_total counter\n");
+	hz_callsites_each(write_site, o, 10, &period);
+	if (o->format == HZ_FMT_JSON)
+		put(o, "\n  ],\n  \"callsites_period\": %u", period);
+}
+
 static int parse_format(const char *s)
 {
 	if (!s || !strcmp(s, "text"))
@@ -469,6 +538,7 @@ static int write_report(int fd, int format)
 	hz_tstats_sum(&t);
 	write_classes(&o, &t);
 	write_ab(&o);
+	write_callsites(&o);
 	if (format == HZ_FMT_JSON)
 		put(&o, "\n}\n");
 	flush(&o);

@@ -4,9 +4,9 @@
 # zero, a report written on demand; the JSON parses, the Prometheus file
 # passes promtool, the interval thread rewrites the file while the
 # program runs; HUGEZERO_MODE=off forwards everything to glibc.
-# Usage: stats.sh LIB STATS_KNOWN_BINARY ABI_BINARY
+# Usage: stats.sh LIB STATS_KNOWN_BINARY ABI_BINARY CALLSITE_BINARY
 set -u
-lib=$1 known=$2 abi=$3
+lib=$1 known=$2 abi=$3 callsite=$4
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 pass=0 fail=0
@@ -139,6 +139,31 @@ if out=$(HUGEZERO_MODE=off LD_PRELOAD=$lib "$abi" 2>&1); then
 else
 	bad "HUGEZERO_MODE=off: $(echo "$out" | tail -3)"
 fi
+
+# Call sites: every large memset sampled; the report names both calling
+# functions, the one that cleared more bytes first, with the module and
+# its build id for addr2line.
+rm -f "$work"/cs.*
+HUGEZERO_CALLSITES=1 HUGEZERO_STATS="$work/cs" HUGEZERO_STATS_FORMAT=json LD_PRELOAD=$lib "$callsite"
+check=$(/usr/bin/python3 - "$work"/cs.* "$callsite" <<'PY'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+sites = rep.get("callsites", [])
+def named(s):
+    return [f["function"] for f in s["frames"]]
+if len(sites) < 2:
+    print("sites: %r" % sites)
+elif named(sites[0])[0] != "clear_big_buffer_here" or named(sites[1])[0] != "clear_small_buffer_here":
+    print("top frames %s, %s" % (named(sites[0])[:2], named(sites[1])[:2]))
+elif sites[0]["bytes"] != 200 << 20 or sites[0]["frames"][0]["module"] != sys.argv[2] \
+        or len(sites[0]["frames"][0]["build_id"]) != 40:
+    print("site 1: %r" % sites[0])
+else:
+    print("ok")
+PY
+)
+if [ "$check" = ok ]; then ok "call sites: clear_big_buffer_here first, then clear_small_buffer_here"
+else bad "call sites: $check"; fi
 
 # The interval thread writes while the program runs.
 rm -f "$work"/i.*
