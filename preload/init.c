@@ -7,6 +7,7 @@
 #include <sys/auxv.h>
 
 #include "../allocator/large.h"
+#include "../allocator/prim.h"
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
 #include "options.h"
@@ -20,9 +21,27 @@ int hz_mode_off;
 int hz_callsites_on;
 size_t hz_page_size = 4096;
 
+/* Whether process_madvise releases memory here: one 2 MiB block of a
+ * scratch mapping, released as a batch of one (verbose mode only). */
+static const char *probe_batch(void)
+{
+	void *p = hz_os_map(HZ_HUGE_SIZE, HZ_HUGE_SIZE);
+	if (!p)
+		return "unknown";
+	((volatile char *)p)[0] = 1;
+	struct hz_range r = {p, HZ_HUGE_SIZE};
+	struct hz_release_result res;
+	hz_os_release_batch(&r, 1, &res);
+	hz_os_unmap(p, HZ_HUGE_SIZE);
+	return res.fallbacks ? "no (falls back to madvise)" : res.error ? "failed" : "yes";
+}
+
 static void print_policy(void)
 {
 	char line[256];
+	snprintf(line, sizeof line, "hugezero %s; process_madvise releases memory: %s", HZ_VERSION,
+		 probe_batch());
+	hz_log(line, "", "");
 	/* snprintf into a stack buffer: no allocation for these formats. */
 	snprintf(line, sizeof line, "cpu %s [%s]", hz_cpu.vendor, hz_cpu.features);
 	hz_log(line, "", "");

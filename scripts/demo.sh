@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the kernel benchmark: glibc's
-# memset, every kernel this CPU runs and hugezero's dispatch, side by side.
-# Arguments go to the benchmark (--max SIZE, --reps N, --csv FILE).
+# Installs what is missing, builds, and runs a workload a user would
+# recognise (bench/workload: a frame pipeline with large zeroed buffers and
+# a recycled calloc each frame) under the library with A/B arms on half of
+# the eligible calls; then prints the merged report with the A/B verdict
+# and writes its chart. Arguments go to the workload (FRAMES).
 set -eu
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 scripts/build.sh build -DHZ_BENCH=ON
-exec build/bench/memset_bench --csv build/memset_bench.csv "$@"
+out=build/demo
+rm -rf "$out"
+mkdir -p "$out"
+scripts/hugezero run --ab 0.5 --callsites 10 --stats "$out/report.%p.json" -- build/bench/workload "$@"
+echo
+scripts/hugezero report --svg "$out/ab.svg" "$out"/report.*.json

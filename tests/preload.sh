@@ -5,12 +5,7 @@
 # Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY JEAPI_BINARY TRAP_DLSYM_LIB
 set -u
 lib=$1 fortify=$2 early=$3 abi=$4 jeapi=$5 trap=$6
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/common.sh"
 
 # same NAME CMD...: stdout with and without the library must match, and
 # memset must be bound to the library in the preloaded run.
@@ -260,5 +255,4 @@ exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
 want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat hz_stats_dump mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish

@@ -7,11 +7,7 @@
 # Usage: stats.sh LIB STATS_KNOWN_BINARY ABI_BINARY CALLSITE_BINARY
 set -u
 lib=$1 known=$2 abi=$3 callsite=$4
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-pass=0 fail=0
-ok() { echo "ok   - $1"; pass=$((pass + 1)); }
-bad() { echo "FAIL - $1"; fail=$((fail + 1)); }
+. "$(dirname "$0")/common.sh"
 
 if ! pids=$(HUGEZERO_STATS="$work/r-%p.json" HUGEZERO_STATS_FORMAT=json LD_PRELOAD=$lib \
 	"$known" dump "$work/dump" 2>"$work/err"); then
@@ -180,5 +176,4 @@ wait $sp
 threads=$(LD_PRELOAD=$lib HUGEZERO_STATS="$work/t" sh -c 'ls /proc/$$/task | wc -l')
 if [ "$threads" = 1 ]; then ok "no thread without HUGEZERO_STATS_INTERVAL_MS"; else bad "$threads threads"; fi
 
-echo "$pass passed, $fail failed"
-[ $fail -eq 0 ]
+finish
