@@ -122,7 +122,7 @@ static size_t count_purge(struct arena *a, const struct hz_release_result *r, si
 }
 
 size_t hz_dirty_max = (size_t)256 << 20;
-size_t hz_large_min = HZ_LARGE_MIN_DEFAULT;
+size_t hz_large_min; /* 0 until preload/malloc.c has decided the mode */
 int hz_hugetlb;
 uint64_t hz_dirty_decay_ns = (uint64_t)10000 * 1000000;
 

@@ -28,7 +28,8 @@ extern int hz_hugetlb;
 #define HZ_ARENAS 4
 /* Where the malloc family sends blocks to the arenas (preload/malloc.c):
  * HUGEZERO_LARGE_MIN (the default is measured, see README.md), SIZE_MAX
- * where pages are not 4 KiB. Set once at initialisation. */
+ * where pages are not 4 KiB; 0 until the mode is decided, and with
+ * HUGEZERO_MODE=off (every call then takes the slow path, to glibc). */
 #define HZ_LARGE_MIN_DEFAULT ((size_t)1 << 20)
 extern size_t hz_large_min;
 
