@@ -83,7 +83,7 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 	/* THP may be unavailable (disabled for the process, or not built in):
 	 * the chunk then works on small pages. */
 	if (hz_thp)
-		hz_os_hugepage(c->base, HZ_CHUNK_SIZE);
+		hz_thp_advise(c->base, HZ_CHUNK_SIZE);
 	c->free_pages = HZ_CHUNK_PAGES;
 	return 0;
 }
@@ -169,6 +169,15 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
 
 int hz_calloc_release;
 int hz_thp = 1;
+uint64_t hz_thp_advised, hz_thp_refused;
+
+void hz_thp_advise(void *p, size_t size)
+{
+	if (hz_os_hugepage(p, size))
+		__atomic_fetch_add(&hz_thp_refused, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&hz_thp_advised, 1, __ATOMIC_RELAXED);
+}
 
 /* Makes a dirty run read as zero: cleared (hinted at hint when not NULL),
  * or, with hz_calloc_release, released for the kernel to fault in zero

@@ -74,6 +74,10 @@ extern int hz_calloc_release;
  * (where first faults of huge pages are slow, as on some VMs). Set once at
  * initialisation. */
 extern int hz_thp;
+/* MADV_HUGEPAGE on [p, p+size), counted: mappings the kernel took the
+ * advice for, and refused (THP disabled for the process or not built). */
+void hz_thp_advise(void *p, size_t size);
+extern uint64_t hz_thp_advised, hz_thp_refused;
 /* How calloc zeroes the dirty runs of a live block: decided under the
  * arena lock (hz_chunk_zero_plan, which only reads the chunk), carried out
  * after it (hz_chunk_zero_runs: the block is the caller's, and the chunk's

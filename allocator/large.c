@@ -299,7 +299,7 @@ static void *huge_alloc(size_t size, int zero)
 		return NULL;
 	}
 	if (hz_thp)
-		hz_os_hugepage(base, mapped);
+		hz_thp_advise(base, mapped);
 	huge_set(h, base, mapped);
 	h->size = usable;
 	h->live = 1;
@@ -562,7 +562,7 @@ void *hz_large_realloc(void *p, size_t size)
 			goto copy;
 		}
 		if (hz_thp)
-			hz_os_hugepage(moved, mapped);
+			hz_thp_advise(moved, mapped);
 		huge_set(h, moved, mapped);
 		a->allocated = a->allocated - h->size + usable;
 		h->size = usable;
@@ -596,9 +596,23 @@ static void fork_release(void)
 		pthread_mutex_unlock(&arenas[i].lock);
 }
 
+/* The child's counters start from zero: its report is its own. The
+ * state (blocks, chunks, dirty memory) is inherited as it is. */
+static void fork_child(void)
+{
+	for (int i = 0; i < HZ_ARENAS; i++) {
+		struct arena *a = &arenas[i];
+		a->known_zero = a->purged = a->purges = 0;
+		a->nalloc = a->ncalloc = a->calloc_bytes = a->nfree = 0;
+		a->purge_ranges = a->purge_syscalls = a->purge_fallbacks = 0;
+		a->hugetlb_chunks = a->hugetlb_fallbacks = 0;
+	}
+	fork_release();
+}
+
 __attribute__((constructor)) static void large_init(void)
 {
-	pthread_atfork(fork_prepare, fork_release, fork_release);
+	pthread_atfork(fork_prepare, fork_release, fork_child);
 }
 
 size_t hz_large_trim(void)

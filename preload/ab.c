@@ -4,7 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "../include/hugezero.h"
 #include "ab.h"
 #include "glibc.h"
 #include "options.h"
@@ -24,6 +26,7 @@ static uint64_t hist[2][HZ_AB_OPS][HZ_CLASSES][HZ_AB_BUCKETS];
 static pthread_mutex_t lock[HZ_AB_OPS] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static __thread uint64_t rng __attribute__((tls_model("initial-exec")));
+static void ab_child(void);
 
 void hz_ab_init(void)
 {
@@ -48,6 +51,7 @@ void hz_ab_init(void)
 	seed = o[HZ_OPT_AB_SEED].set ? o[HZ_OPT_AB_SEED].size : (uint64_t)time(NULL);
 	if (o[HZ_OPT_AB_MIN].set)
 		hz_ab_min = o[HZ_OPT_AB_MIN].size > HZ_SMALL_MAX ? o[HZ_OPT_AB_MIN].size : HZ_SMALL_MAX + 1;
+	pthread_atfork(NULL, NULL, ab_child);
 	__atomic_store_n(&hz_ab_on, 1, __ATOMIC_RELEASE);
 }
 
@@ -66,11 +70,11 @@ static int arm_a(void)
 	return (double)(r >> 11) * 0x1p-53 < share_a;
 }
 
-static double now_ns(void)
+static uint64_t now_ns(void)
 {
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec * 1e9 + (double)t.tv_nsec;
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 double hz_ab_bucket_ns(int b)
@@ -91,11 +95,20 @@ static int bucket(double ns)
 	return maj * HZ_AB_H_SUB + sub;
 }
 
-static void record(int a, int op, size_t n, double ns)
+/* Never waits: a memset in a signal handler may interrupt this very
+ * function on its thread. When the lock is busy the call's figures are
+ * dropped (counted in `dropped`). */
+static uint64_t dropped;
+
+static void record(int a, int op, size_t n, uint64_t t)
 {
 	unsigned k = hz_class(n);
 	struct hz_ab_cell *c = &cells[!a][op][k];
-	pthread_mutex_lock(&lock[op]);
+	double ns = (double)t;
+	if (pthread_mutex_trylock(&lock[op])) {
+		__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
+		return;
+	}
 	c->calls++;
 	c->bytes += n;
 	c->ns += ns;
@@ -107,7 +120,7 @@ static void record(int a, int op, size_t n, double ns)
 void *hz_ab_memset(void *p, int c, size_t n)
 {
 	int a = arm_a();
-	double t0 = now_ns();
+	uint64_t t0 = now_ns();
 	if (a)
 		glibc_memset(p, c, n);
 	else
@@ -119,7 +132,7 @@ void *hz_ab_memset(void *p, int c, size_t n)
 void *hz_ab_calloc(size_t size, void *(*alloc)(size_t, int))
 {
 	int a = arm_a();
-	double t0 = now_ns();
+	uint64_t t0 = now_ns();
 	void *p = alloc(size, !a);
 	if (p && a)
 		glibc_memset(p, 0, size);
@@ -132,12 +145,34 @@ void hz_ab_each(hz_ab_fn fn, void *arg)
 {
 	for (int op = 0; op < HZ_AB_OPS; op++)
 		for (int k = 0; k < HZ_CLASSES; k++) {
+			/* One consistent copy of the cell and its histograms. */
+			static uint64_t ha[HZ_AB_BUCKETS], hb[HZ_AB_BUCKETS];
 			pthread_mutex_lock(&lock[op]);
 			struct hz_ab_cell a = cells[0][op][k], b = cells[1][op][k];
+			memcpy(ha, hist[0][op][k], sizeof ha);
+			memcpy(hb, hist[1][op][k], sizeof hb);
 			pthread_mutex_unlock(&lock[op]);
 			if (a.calls || b.calls)
-				fn(arg, op, k, &a, &b, hist[0][op][k], hist[1][op][k]);
+				fn(arg, op, k, &a, &b, ha, hb);
 		}
+}
+
+uint64_t hz_ab_dropped(void)
+{
+	return __atomic_load_n(&dropped, __ATOMIC_RELAXED);
+}
+
+/* fork: the child starts with empty arms (its report is its own), locks
+ * that no thread of its holds, and a generator of its own. */
+static void ab_child(void)
+{
+	hz_clear(cells, sizeof cells); /* the library's own: not a counted memset */
+	hz_clear(hist, sizeof hist);
+	dropped = 0;
+	for (int op = 0; op < HZ_AB_OPS; op++)
+		pthread_mutex_init(&lock[op], NULL);
+	seed ^= 0x9E3779B97F4A7C15ull * (uint64_t)getpid();
+	rng = 0;
 }
 
 void hz_ab_compare(const struct hz_ab_cell *a, const struct hz_ab_cell *b, struct hz_ab_result *r)

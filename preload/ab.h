@@ -5,7 +5,9 @@
  * arm B, hugezero's own path. Both give the same bytes. Each arm records
  * per size class calls, bytes, time and a latency histogram; the report
  * gives their means, percentiles, throughput and the B/A ratio of mean
- * times with a 95% confidence interval and a verdict. */
+ * times with a 95% confidence interval and a verdict. Recording never
+ * waits for its lock (it drops the call's figures instead); a forked
+ * child starts with empty arms. */
 #ifndef HZ_AB_H
 #define HZ_AB_H
 
@@ -39,6 +41,9 @@ struct hz_ab_cell {
 typedef void (*hz_ab_fn)(void *arg, int op, int cls, const struct hz_ab_cell *a,
 			 const struct hz_ab_cell *b, const uint64_t *hist_a, const uint64_t *hist_b);
 HZ_HIDDEN void hz_ab_each(hz_ab_fn fn, void *arg);
+/* Calls whose figures were dropped: the arms' lock was busy (a signal
+ * handler interrupting a record on its own thread). */
+HZ_HIDDEN uint64_t hz_ab_dropped(void);
 HZ_HIDDEN extern const char *const hz_ab_op_names[HZ_AB_OPS];
 
 /* Latency histogram: log-linear buckets over nanoseconds, 4 a power of

@@ -3,9 +3,11 @@
 #include <dlfcn.h>
 #include <elf.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "../include/hugezero.h"
 #include "callsites.h"
 #include "options.h"
 
@@ -26,6 +28,15 @@ static int (*unw_bt)(void **buffer, int size);
 static __thread long countdown __attribute__((tls_model("initial-exec")));
 static __thread int sampling __attribute__((tls_model("initial-exec")));
 
+/* fork: the child's table starts empty (its report is its own) and
+ * unlocked (the thread that held it is not there). */
+static void callsites_child(void)
+{
+	hz_clear(sites, sizeof sites); /* the library's own: not a counted memset */
+	dropped = 0;
+	busy = 0;
+}
+
 void hz_callsites_init(void)
 {
 	const struct hz_option_value *v = &hz_option_values[HZ_OPT_CALLSITES];
@@ -38,6 +49,7 @@ void hz_callsites_init(void)
 		return;
 	}
 	period = v->size > 0xffffffffu ? 0xffffffffu : (unsigned)v->size;
+	pthread_atfork(NULL, NULL, callsites_child);
 	__atomic_store_n(&hz_callsites_on, 1, __ATOMIC_RELEASE);
 }
 

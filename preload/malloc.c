@@ -3,6 +3,8 @@
  * whose calloc clears only dirty pages. Whose pointer a block is, is
  * answered by the arenas' address table in O(1) without a lock.
  * Behaviour at the edges is glibc 2.36's. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
 #include <malloc.h>
@@ -71,6 +73,16 @@ void hz_mode_decide(void)
 	int off = m && !strcmp(m, "off") && hz_glibc_malloc && hz_glibc_free;
 	if (m && strcmp(m, "off") && strcmp(m, "on"))
 		hz_log("ignoring HUGEZERO_MODE: not on or off: ", m, "");
+	/* The __libc_* references bind to the first definition: another
+	 * allocator preloaded after this library (tcmalloc, mimalloc) may
+	 * define them. Off means glibc, or nothing. */
+	Dl_info di;
+	if (off && !(dladdr((void *)hz_glibc_malloc, &di) && di.dli_fname &&
+		     strstr(di.dli_fname, "/libc.so."))) {
+		hz_log("ignoring HUGEZERO_MODE=off: __libc_malloc is not glibc's (another allocator "
+		       "is preloaded)", "", "");
+		off = 0;
+	}
 	hz_mode_off = off;
 	if (!off)
 		__atomic_store_n(&hz_large_min, HZ_LARGE_MIN_DEFAULT, __ATOMIC_RELAXED);
@@ -182,13 +194,13 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 
 HZ_EXPORT void *realloc(void *p, size_t size)
 {
-	hz_count(HZ_OP_REALLOC, size);
 	if (!p)
 		return malloc(size);
 	if (size == 0) { /* glibc: frees, returns NULL */
 		free(p);
 		return NULL;
 	}
+	hz_count(HZ_OP_REALLOC, size);
 	int mine = hz_large_owns(p);
 	if (hz_unlikely(hz_mode_off) && !mine)
 		return hz_glibc_realloc(p, size);
@@ -438,7 +450,7 @@ static HZ_NOINLINE void *off_rallocx(void *p, size_t size, int flags)
 	void *q = off_mallocx(size, flags);
 	if (q) {
 		memcpy(q, p, old < size ? old : size);
-		hz_glibc_free(p);
+		free(p); /* by owner */
 	}
 	return q;
 }
@@ -450,6 +462,7 @@ static int large_flags_ok(size_t size, int flags)
 
 HZ_EXPORT void *mallocx(size_t size, int flags)
 {
+	hz_mode_decide();
 	if (hz_unlikely(hz_mode_off))
 		return off_mallocx(size, flags);
 	if (large_flags_ok(size, flags))
@@ -461,6 +474,7 @@ HZ_EXPORT void *mallocx(size_t size, int flags)
 
 HZ_EXPORT size_t nallocx(size_t size, int flags)
 {
+	hz_mode_decide();
 	if (hz_unlikely(hz_mode_off))
 		return size; /* glibc gives at least that */
 	if (large_flags_ok(size, flags))

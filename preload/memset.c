@@ -32,17 +32,17 @@ extern void __chk_fail(void) __attribute__((noreturn));
  * the arch/memset_small.h template), guarded by hz_memset_widest_ok. */
 #include "widest.h"
 
-/* Above HZ_SMALL_MAX (and every size before the constructor found the
- * CPU): counted when large, then to the clearing kernels. */
+/* Above HZ_SMALL_MAX (and every size while memset goes through the
+ * pointer): large sizes counted, then to the clearing kernels. */
 static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 {
-	if (n > HZ_SMALL_MAX) {
-		hz_count(HZ_OP_MEMSET, n);
-		if (hz_unlikely(hz_callsites_on))
-			hz_callsite(n);
-		if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
-			return hz_ab_memset(p, c, n);
-	}
+	if (n <= HZ_SMALL_MAX) /* before the constructor, or glibc's in off mode */
+		return hz_memset_impl(p, c, n);
+	hz_count(HZ_OP_MEMSET, n);
+	if (hz_unlikely(hz_callsites_on))
+		hz_callsite(n);
+	if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
+		return hz_ab_memset(p, c, n);
 	return hz_memset_exit(p, c, n);
 }
 

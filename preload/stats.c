@@ -90,8 +90,8 @@ void hz_tstats_sum(struct hz_tstats *out)
 	pthread_mutex_unlock(&tstats_lock);
 }
 
-/* fork: the lock is taken around it; the child counts from zero, with
- * only its own thread's block. */
+/* fork: the lock is taken around it; the child counts from zero (the
+ * engine's counters too), with only its own thread's block. */
 static void tstats_prepare(void)
 {
 	pthread_mutex_lock(&tstats_lock);
@@ -105,6 +105,7 @@ static void tstats_parent(void)
 static void tstats_child(void)
 {
 	struct hz_tstats *me = &hz_tstats;
+	memset(&hz_counters_raw, 0, sizeof hz_counters_raw);
 	memset(&tstats_gone, 0, sizeof tstats_gone);
 	tstats_list = NULL;
 	int linked = me->state == 1;
@@ -121,24 +122,27 @@ static uint64_t load(const uint64_t *v)
 	return __atomic_load_n(v, __ATOMIC_RELAXED);
 }
 
-/* VmRSS and VmHWM from /proc/self/status, read into a stack buffer. */
-static void process_rss(uint64_t *rss, uint64_t *hwm)
+/* The value in kB after key in a /proc file, in bytes; 0 if absent. */
+static uint64_t proc_kb(const char *path, const char *key)
 {
 	char buf[4096];
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
 	if (fd >= 0)
 		close(fd);
 	if (n <= 0)
-		return;
+		return 0;
 	buf[n] = 0;
-	static const char *const keys[2] = {"\nVmRSS:", "\nVmHWM:"};
-	uint64_t *out[2] = {rss, hwm};
-	for (int i = 0; i < 2; i++) {
-		const char *p = strstr(buf, keys[i]);
-		if (p)
-			*out[i] = (uint64_t)strtoull(p + strlen(keys[i]), NULL, 10) << 10;
-	}
+	const char *p = strstr(buf, key);
+	return p ? (uint64_t)strtoull(p + strlen(key), NULL, 10) << 10 : 0;
+}
+
+/* VmRSS and VmHWM, and the transparent huge pages mapped (AnonHugePages). */
+static void process_rss(uint64_t *rss, uint64_t *hwm, uint64_t *huge)
+{
+	*rss = proc_kb("/proc/self/status", "\nVmRSS:");
+	*hwm = proc_kb("/proc/self/status", "\nVmHWM:");
+	*huge = proc_kb("/proc/self/smaps_rollup", "\nAnonHugePages:");
 }
 
 void hz_counters_each(hz_counter_fn fn, void *arg)
@@ -174,14 +178,18 @@ void hz_counters_each(hz_counter_fn fn, void *arg)
 	fn(arg, "purge.fallbacks", s.purge_fallbacks);
 	fn(arg, "hugetlb.chunks", s.hugetlb_chunks);
 	fn(arg, "hugetlb.fallbacks", s.hugetlb_fallbacks);
+	fn(arg, "thp.advised", load(&hz_thp_advised));
+	fn(arg, "thp.refused", load(&hz_thp_refused));
+	fn(arg, "ab.dropped", hz_ab_dropped());
 
 	if (hz_small_counters)
 		hz_small_counters(fn, arg);
 
-	uint64_t rss = 0, hwm = 0;
-	process_rss(&rss, &hwm);
+	uint64_t rss = 0, hwm = 0, huge = 0;
+	process_rss(&rss, &hwm, &huge);
 	fn(arg, "process.rss_bytes", rss);
 	fn(arg, "process.peak_rss_bytes", hwm);
+	fn(arg, "process.anon_huge_bytes", huge);
 }
 
 struct find {
@@ -239,7 +247,7 @@ static void flush(struct out *o)
 static void put(struct out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(struct out *o, const char *fmt, ...)
 {
-	char line[256];
+	char line[1024]; /* names in it are cut to 200 bytes (put_str, frames) */
 	va_list ap;
 	va_start(ap, fmt);
 	int n = vsnprintf(line, sizeof line, fmt, ap);
@@ -258,7 +266,7 @@ static int is_gauge(const char *name)
 	static const char *const gauges[] = {
 		"large.allocated_bytes", "large.dirty_free_bytes", "large.huge_cached_bytes",
 		"large.chunks", "malloc.small.allocated_bytes", "malloc.small.mapped_bytes",
-		"process.rss_bytes", "process.peak_rss_bytes",
+		"process.rss_bytes", "process.peak_rss_bytes", "process.anon_huge_bytes",
 	};
 	for (size_t i = 0; i < sizeof gauges / sizeof gauges[0]; i++)
 		if (!strcmp(name, gauges[i]))
@@ -370,7 +378,7 @@ static void write_ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a,
 	} else if (o->format == HZ_FMT_JSON) {
 		put(o, "%s\n    {\"op\": \"%s\", \"min\": %llu, ", o->n++ ? "," : "", name, lo);
 		for (int i = 0; i < 2; i++) {
-			put(o, "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"ns\": %.0f, \"ns2\": %.6e, "
+			put(o, "\"%s\": {\"calls\": %llu, \"bytes\": %llu, \"ns\": %.0f, \"ns2\": %.17g, "
 			       "\"p50_ns\": %.0f, \"p90_ns\": %.0f, \"p99_ns\": %.0f, \"hist\": [",
 			    arm[i], (unsigned long long)cell[i]->calls, (unsigned long long)cell[i]->bytes,
 			    cell[i]->ns, cell[i]->ns2, hz_ab_quantile(hist[i], 0.5),
@@ -405,7 +413,7 @@ static void write_ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a,
 			put(o, "hugezero_ab_duration_seconds_count{%s} %llu\n", labels,
 			    (unsigned long long)cell[i]->calls);
 		}
-	} else {
+	} else if (r.ratio > 0) { /* no ratio below 2 calls an arm */
 		put(o, "hugezero_ab_ratio{pid=\"%d\",op=\"%s\",class=\"%llu\",bound=\"mean\"} %.6f\n", pid,
 		    name, lo, r.ratio);
 		put(o, "hugezero_ab_ratio{pid=\"%d\",op=\"%s\",class=\"%llu\",bound=\"lo95\"} %.6f\n", pid,
@@ -467,7 +475,7 @@ static void write_site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
 	case HZ_FMT_TEXT:
 		put(o, "callsite %u: about %llu calls, %llu bytes\n", rank, c, b);
 		for (int i = 0; i < n; i++)
-			put(o, "  %s+0x%lx (%s +0x%lx build-id %s)\n", f[i].function ? f[i].function : "?",
+			put(o, "  %.200s+0x%lx (%.300s +0x%lx build-id %s)\n", f[i].function ? f[i].function : "?",
 			    (unsigned long)f[i].offset, f[i].module, (unsigned long)f[i].module_offset,
 			    f[i].build_id[0] ? f[i].build_id : "none");
 		break;
@@ -556,11 +564,13 @@ int hz_stats_write(int fd)
 static char report_path[4096];
 static int report_format;
 static void *interval_main(void *arg);
+static void dump_child(void);
 
 void hz_stats_init(void)
 {
 	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
 	pthread_atfork(tstats_prepare, tstats_parent, tstats_child);
+	pthread_atfork(NULL, NULL, dump_child);
 
 	const struct hz_option_value *v = &hz_option_values[HZ_OPT_STATS];
 	if (!v->set)
@@ -615,7 +625,7 @@ static int open_report(const char *path)
 	int fd = open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd >= 0 || errno != EEXIST)
 		return fd;
-	fd = open(name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(name, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
 	struct stat st;
 	if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode))) {
 		close(fd);
@@ -628,9 +638,13 @@ static int open_report(const char *path)
 	return fd;
 }
 
+/* One report at a time (the interval thread, hz_stats_dump, the exit):
+ * two writers of one file would interleave. */
+static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
+
 /* Writes the report to path ("stderr", or a file as open_report makes
- * it) in format; 0, or -1 with errno. */
-static int dump(const char *path, int format)
+ * it) in format, dump_lock held; 0, or -1 with errno. */
+static int dump_locked(const char *path, int format)
 {
 	if (!strcmp(path, "stderr"))
 		return write_report(2, format);
@@ -642,6 +656,19 @@ static int dump(const char *path, int format)
 	close(fd);
 	errno = saved;
 	return rc;
+}
+
+static int dump(const char *path, int format)
+{
+	pthread_mutex_lock(&dump_lock);
+	int rc = dump_locked(path, format);
+	pthread_mutex_unlock(&dump_lock);
+	return rc;
+}
+
+static void dump_child(void)
+{
+	pthread_mutex_init(&dump_lock, NULL);
 }
 
 HZ_EXPORT int hz_stats_dump(const char *path, const char *format)
@@ -668,13 +695,16 @@ static void *interval_main(void *arg)
 	return NULL;
 }
 
-/* At exit: a preloaded library's destructors run after the program's. */
+/* At exit: a preloaded library's destructors run after the program's.
+ * The lock stays held: the interval thread, if any, writes no more, so
+ * the process's end cannot cut a rewrite of the final report short. */
 __attribute__((destructor)) static void hz_stats_at_exit(void)
 {
 	if (!report_path[0])
 		return;
 	int saved = errno;
-	if (dump(report_path, report_format))
+	pthread_mutex_lock(&dump_lock);
+	if (dump_locked(report_path, report_format))
 		hz_log("cannot write the report to ", report_path, "");
 	errno = saved;
 }

@@ -46,6 +46,10 @@ for name, path, want in (("parent", "%s/r-%s.json" % (work, parent), want_parent
             bad.append("%s: %s class %d: %s, want %s" % (name, op, lo, got, exp))
     if rep["counters"].get("malloc.large.calls", 0) < want[("malloc", 2 * M)][0]:
         bad.append("%s: malloc.large.calls %s" % (name, rep["counters"].get("malloc.large.calls")))
+    if name == "child":  # its own calls only, none of the parent's
+        got = (rep["counters"]["malloc.large.calls"], rep["counters"]["memset.large.calls"])
+        if got != (2, 0):
+            bad.append("child: malloc.large.calls, memset.large.calls %s, want (2, 0)" % (got,))
 print("; ".join(bad) if bad else "ok")
 PY
 )
@@ -160,6 +164,13 @@ PY
 )
 if [ "$check" = ok ]; then ok "call sites: clear_big_buffer_here first, then clear_small_buffer_here"
 else bad "call sites: $check"; fi
+rm -f "$work"/cs.*
+HUGEZERO_CALLSITES=1 HUGEZERO_STATS="$work/cs" HUGEZERO_STATS_FORMAT=prometheus LD_PRELOAD=$lib "$callsite"
+if grep -q 'site="clear_big_buffer_here+' "$work"/cs.* && out=$(promtool check metrics <"$work"/cs.* 2>&1); then
+	ok "call sites in the Prometheus report pass promtool"
+else
+	bad "call sites, prometheus: $out"
+fi
 
 # The interval thread writes while the program runs.
 rm -f "$work"/i.*
