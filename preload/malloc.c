@@ -488,32 +488,27 @@ HZ_EXPORT size_t sallocx(const void *p, int flags)
 	return malloc_usable_size((void *)p);
 }
 
+/* The arenas' blocks, and every block in off mode, go back as free takes
+ * them (its counting, errno and bad-pointer checks); jemalloc's with
+ * their flags. */
 HZ_EXPORT void dallocx(void *p, int flags)
 {
-	if (hz_unlikely(hz_mode_off)) {
+	if (hz_unlikely(hz_mode_off | hz_large_owns(p))) {
 		free(p);
 		return;
 	}
-	if (hz_unlikely(hz_large_owns(p))) {
-		if (hz_large_free(p))
-			bad_pointer("dallocx(): invalid pointer");
-	} else {
-		hz_je_dallocx(p, flags);
-	}
+	hz_count_free();
+	hz_je_dallocx(p, flags);
 }
 
 HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
 {
-	if (hz_unlikely(hz_mode_off)) {
+	if (hz_unlikely(hz_mode_off | hz_large_owns(p))) {
 		free(p);
 		return;
 	}
-	if (hz_unlikely(hz_large_owns(p))) {
-		if (hz_large_free(p))
-			bad_pointer("sdallocx(): invalid pointer");
-	} else {
-		hz_je_sdallocx(p, size, flags);
-	}
+	hz_count_free();
+	hz_je_sdallocx(p, size, flags);
 }
 
 /* Moves the block when needed; with MALLOCX_ZERO the bytes past the old

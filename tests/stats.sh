@@ -172,6 +172,27 @@ else
 	bad "call sites, prometheus: $out"
 fi
 
+# Bad values get a clear answer: an unknown format from hz_stats_dump is
+# EINVAL and writes nothing; bad options are named on stderr and ignored.
+out=$(LD_PRELOAD=$lib "$known" badformat "$work/bad")
+if [ "$out" = "-1 EINVAL" ] && ! ls "$work"/bad.* >/dev/null 2>&1; then
+	ok "hz_stats_dump with an unknown format: -1, EINVAL, no file"
+else
+	bad "hz_stats_dump with an unknown format: '$out'"
+fi
+for case in "HUGEZERO_AB=2|ignoring HUGEZERO_AB" "HUGEZERO_AB=x|ignoring HUGEZERO_AB" \
+	"HUGEZERO_STATS_FORMAT=xml|ignoring HUGEZERO_STATS_FORMAT" "HUGEZERO_MODE=of|ignoring HUGEZERO_MODE" \
+	"HUGEZERO_CALLSITES=x|ignoring invalid HUGEZERO_CALLSITES"; do
+	rm -f "$work"/o.*
+	env "${case%%|*}" HUGEZERO_STATS="$work/o" LD_PRELOAD="$lib" "$known" ab >/dev/null 2>"$work/o.err"
+	if grep -q "${case#*|}" "$work/o.err" && grep -q '^malloc.large.calls ' "$work"/o.[0-9]* &&
+		! grep -q '^ab \|^callsite' "$work"/o.[0-9]*; then
+		ok "${case%%|*}: named and ignored; a text report without arms or call sites"
+	else
+		bad "${case%%|*}: $(cat "$work/o.err")"
+	fi
+done
+
 # The interval thread writes while the program runs.
 rm -f "$work"/i.*
 HUGEZERO_STATS="$work/i" HUGEZERO_STATS_INTERVAL_MS=50 LD_PRELOAD=$lib sleep 1 &

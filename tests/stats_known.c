@@ -9,8 +9,10 @@
  * C library's own allocations do not reach. With "ab": 2000 memsets of
  * 100000 bytes and 200 callocs of 2 MiB after dirty frees, every result
  * checked (whichever arm served it). With "usable": malloc_usable_size of
- * a 3 MiB block, which tells glibc's allocator from hugezero's. */
+ * a 3 MiB block, which tells glibc's allocator from hugezero's. With
+ * "badformat PATH": what hz_stats_dump answers to an unknown format. */
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -55,6 +57,14 @@ int main(int argc, char **argv)
 {
 	if (argc == 2 && !strcmp(argv[1], "ab"))
 		return ab_workload();
+	if (argc == 3 && !strcmp(argv[1], "badformat")) { /* an unknown format is refused */
+		int (*dump)(const char *, const char *) =
+			(int (*)(const char *, const char *))dlsym(RTLD_DEFAULT, "hz_stats_dump");
+		errno = 0;
+		int rc = dump ? dump(argv[2], "xml") : 0;
+		printf("%d %s\n", rc, errno == EINVAL ? "EINVAL" : "other");
+		return 0;
+	}
 	if (argc == 2 && !strcmp(argv[1], "usable")) { /* whose allocator answers */
 		void *p = opaque_malloc((size_t)3 << 20);
 		printf("%zu\n", malloc_usable_size(p));
