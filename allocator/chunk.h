@@ -32,6 +32,7 @@ struct hz_chunk {
 	size_t dirty_free;                /* pages free and dirty: what a purge could release */
 	unsigned owner;                   /* the arena it belongs to (large.c) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
+	uint64_t freed;                   /* when a block was last freed here (large.c's clock) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */

@@ -16,6 +16,7 @@ struct huge {
 	size_t mapped; /* whole huge pages */
 	int live, dirty;
 	unsigned owner;
+	uint64_t freed;    /* its arena's free count when it was freed */
 	struct huge *next; /* in its arena's cache while free */
 };
 
@@ -102,6 +103,7 @@ struct arena {
 	size_t cached;      /* their mapped bytes */
 	uint64_t dirty_since; /* when free dirty memory last appeared; 0: none */
 	size_t purged, purges;
+	uint64_t frees; /* a clock: blocks and chunks remember it when freed */
 	/* Counters, under the lock. */
 	uint64_t nalloc, ncalloc, calloc_bytes, nfree;
 	uint64_t purge_ranges, purge_syscalls, purge_fallbacks;
@@ -333,33 +335,44 @@ static size_t arena_dirty(const struct arena *a)
 	return (pages << HZ_PAGE_SHIFT) + a->cached;
 }
 
-/* Unmaps arena a's cached huge blocks (its lock held), least recently
- * freed first: all of them, or while its dirty memory is over budget.
- * Returns the bytes unmapped. */
-static size_t cache_evict(struct arena *a, int all)
+/* Releases arena a's free dirty memory (its lock held), least recently
+ * freed first, whether a cached huge block (unmapped) or a chunk's whole
+ * free 2 MiB blocks (one batch): all of it, or while over budget. A
+ * buffer freed and reused all the time stays; memory left alone goes. */
+static void release_oldest(struct arena *a, int all)
 {
-	size_t bytes = 0;
-	while (a->cache && (all || arena_dirty(a) > hz_dirty_max)) {
-		struct huge **pp = &a->cache;
-		while ((*pp)->next)
-			pp = &(*pp)->next;
-		struct huge *old = *pp;
-		*pp = NULL;
-		a->cached -= old->mapped;
-		a->purged += old->mapped;
-		bytes += old->mapped;
-		huge_destroy(old);
+	unsigned char tried[ARENA_CHUNKS] = {0};
+	while (all || arena_dirty(a) > hz_dirty_max) {
+		struct huge **hp = NULL;
+		for (struct huge **pp = &a->cache; *pp; pp = &(*pp)->next)
+			hp = pp; /* the tail: least recently freed */
+		struct hz_chunk *c = NULL;
+		unsigned ck = 0;
+		for (unsigned k = 0; k < a->nchunks; k++)
+			if (!tried[k] && a->chunks[k]->dirty_free >= HZ_HUGE_PAGES &&
+			    (!c || a->chunks[k]->freed < c->freed))
+				c = a->chunks[k], ck = k;
+		if (c && (!hp || c->freed <= (*hp)->freed)) {
+			struct hz_release_result r;
+			size_t bytes = hz_chunk_purge(c, 0, &r);
+			count_purge(a, &r, bytes);
+			tried[ck] = 1; /* what is left there is in partial huge pages */
+		} else if (hp) {
+			struct huge *old = *hp;
+			*hp = NULL;
+			a->cached -= old->mapped;
+			a->purged += old->mapped;
+			huge_destroy(old);
+		} else {
+			break;
+		}
 	}
-	return bytes;
 }
 
 /* Bounds the free dirty memory of arena a (its lock held): over
- * hz_dirty_max, cached huge blocks are unmapped first, least recently
- * freed first (a chunk's free pages serve any size up to HZ_LARGE_MAX, a
- * cached block only sizes near its own), then the whole free 2 MiB blocks
- * of its chunks are released in one batch each. Kept longer than
- * hz_dirty_decay_ns, all of it goes. Partial huge pages stay (malloc_trim
- * takes them). */
+ * hz_dirty_max, the least recently freed goes first (release_oldest);
+ * kept longer than hz_dirty_decay_ns, all of it goes. Partial huge pages
+ * stay (malloc_trim takes them). */
 static void arena_bound(struct arena *a)
 {
 	size_t dirty = arena_dirty(a);
@@ -373,13 +386,7 @@ static void arena_bound(struct arena *a)
 	int expired = now - a->dirty_since >= hz_dirty_decay_ns;
 	if (dirty <= hz_dirty_max && !expired)
 		return;
-	cache_evict(a, expired);
-	for (unsigned k = 0; k < a->nchunks && (expired || arena_dirty(a) > hz_dirty_max); k++)
-		if (a->chunks[k]->dirty_free >= HZ_HUGE_PAGES) {
-			struct hz_release_result r;
-			size_t bytes = hz_chunk_purge(a->chunks[k], 0, &r);
-			count_purge(a, &r, bytes);
-		}
+	release_oldest(a, expired);
 	a->dirty_since = arena_dirty(a) ? now : 0;
 }
 
@@ -393,6 +400,7 @@ static int huge_free(struct huge *h)
 	}
 	h->live = 0;
 	a->nfree++;
+	h->freed = ++a->frees;
 	a->allocated -= h->size;
 	h->next = a->cache;
 	a->cache = h;
@@ -475,6 +483,7 @@ int hz_large_free(void *p)
 	size_t n = hz_chunk_free(c, p);
 	if (n) {
 		a->nfree++;
+		c->freed = ++a->frees;
 		a->allocated -= n << HZ_PAGE_SHIFT;
 		arena_bound(a);
 	}
@@ -626,7 +635,14 @@ size_t hz_large_trim(void)
 			size_t b = hz_chunk_purge(a->chunks[k], 1, &r);
 			bytes += count_purge(a, &r, b);
 		}
-		bytes += cache_evict(a, 1);
+		while (a->cache) { /* every cached block */
+			struct huge *h = a->cache;
+			a->cache = h->next;
+			a->cached -= h->mapped;
+			a->purged += h->mapped;
+			bytes += h->mapped;
+			huge_destroy(h);
+		}
 		pthread_mutex_unlock(&a->lock);
 	}
 	return bytes;

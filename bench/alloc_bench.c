@@ -12,6 +12,8 @@
  *   alloc_bench small THREADS [PAIRS [ROUNDS]]
  *                                      malloc/free pairs below 1 MiB on a
  *                                      working set of live blocks per thread
+ *   alloc_bench mix                    loop 32M (5 rounds), then loop 256M
+ *                                      in the same process: its median
  *   alloc_bench churn OPS              a server's large buffers: 16 live
  *                                      blocks of 1-64 MiB, one replaced per
  *                                      op (free, calloc, touch); then idle
@@ -317,6 +319,7 @@ static int usage(void)
 	fprintf(stderr, "usage: alloc_bench loop SIZE [ROUNDS]\n"
 			"       alloc_bench fresh SIZE [BLOCKS]\n"
 			"       alloc_bench small THREADS [PAIRS [ROUNDS]]\n"
+			"       alloc_bench mix\n"
 			"       alloc_bench churn OPS\n");
 	return 2;
 }
@@ -331,7 +334,7 @@ static int count_for(size_t n, size_t budget, int lo, int hi)
 
 int main(int argc, char **argv)
 {
-	if (argc < 3)
+	if (argc < 2 || (argc < 3 && strcmp(argv[1], "mix")))
 		return usage();
 	const char *mode = argv[1];
 	Dl_info di;
@@ -353,6 +356,11 @@ int main(int argc, char **argv)
 		if (threads < 1 || threads > 256 || pairs < 1 || rounds < 1)
 			return usage();
 		printf("small %d %.1f\n", threads, mode_small(threads, pairs, rounds));
+	} else if (!strcmp(mode, "mix")) {
+		/* Smaller blocks freed first, then a big one recycled: what the
+		 * dirty budget keeps when both do not fit in it. */
+		mode_loop((size_t)32 << 20, 5);
+		printf("mix 268435456 %.0f\n", mode_loop((size_t)256 << 20, 9));
 	} else if (!strcmp(mode, "churn")) {
 		int ops = atoi(argv[2]);
 		if (ops < 1)

@@ -297,3 +297,34 @@ Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
 	cr_assert_lt(s.dirty_free_bytes, (size_t)2 << 20, "%zu dirty bytes outlived the delay",
 		     s.dirty_free_bytes);
 }
+
+/* Over budget, the least recently freed memory goes first: chunk pages
+ * freed long ago are released, the huge block freed just now stays cached
+ * and serves the next request of its size. */
+Test(large, over_budget_the_least_recently_freed_goes_first, .timeout = 60)
+{
+	hz_dirty_max = (size_t)64 << 20;
+	hz_dirty_decay_ns = (uint64_t)60 * 1000000000u;
+	unsigned char *b[5];
+	for (int i = 0; i < 5; i++) {
+		b[i] = hz_large_alloc((size_t)8 << 20, 0);
+		cr_assert_not_null(b[i]);
+		memset(b[i], 0x31, (size_t)8 << 20);
+	}
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(hz_large_free(b[i]), 0);
+	struct hz_large_stats s0, s1;
+	hz_large_stats(&s0);
+	size_t n = (size_t)48 << 20;
+	unsigned char *h = hz_large_alloc(n, 0);
+	cr_assert_not_null(h);
+	memset(h, 0x32, n);
+	cr_assert_eq(hz_large_free(h), 0); /* 40 + 48 MiB dirty: over budget */
+	hz_large_stats(&s1);
+	cr_assert_eq(s1.huge_cached_bytes, n, "the block freed last was dropped");
+	cr_assert_gt(s1.purged_bytes, s0.purged_bytes, "older chunk pages were kept");
+	cr_assert_leq(s1.dirty_free_bytes, hz_dirty_max);
+	cr_assert_eq(hz_large_alloc(n, 1), h, "the cached block serves again");
+	hz_large_free(h);
+	hz_large_trim();
+}
