@@ -1,8 +1,7 @@
 /* Page runs and per-page zero state of one hugepage chunk (chunk.h). */
 #include <errno.h>
-#include <string.h>
 
-#include "../include/hugezero.h"
+#include "../obs/counters.h"
 #include "chunk.h"
 
 /* ---- bitmaps over HZ_CHUNK_PAGES bits ---- */
@@ -62,28 +61,21 @@ static size_t page_of(const struct hz_chunk *c, const void *p)
 
 int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 {
-	hz_clear(c, sizeof *c); /* the library's own clear: not the program's memset */
-	if (hz_page_size != HZ_PAGE) {
-		errno = ENOMEM; /* another page size: chunks do not apply */
-		return -1;
+	hz_fill_policy(c, 0, sizeof *c);
+	if (hz_page_size != HZ_PAGE)
+		return ENOMEM; /* another page size: chunks do not apply */
+	void *base;
+	if (hugetlb && !hz_os_map_hugetlb(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE, &base)) {
+		c->hugetlb = 1;
+	} else {
+		if (hz_os_map(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE, &base))
+			return ENOMEM;
+		/* THP may be unavailable (disabled for the process, or not
+		 * built in): the chunk then works on small pages. */
+		if (hz_thp)
+			hz_thp_advise(base, HZ_CHUNK_SIZE);
 	}
-	if (hugetlb) {
-		int saved = errno;
-		c->base = hz_os_map_hugetlb(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE);
-		errno = saved;
-		if (c->base) {
-			c->hugetlb = 1;
-			c->free_pages = HZ_CHUNK_PAGES;
-			return 0;
-		}
-	}
-	c->base = hz_os_map(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE);
-	if (!c->base)
-		return -1;
-	/* THP may be unavailable (disabled for the process, or not built in):
-	 * the chunk then works on small pages. */
-	if (hz_thp)
-		hz_thp_advise(c->base, HZ_CHUNK_SIZE);
+	c->base = base;
 	c->free_pages = HZ_CHUNK_PAGES;
 	return 0;
 }
@@ -168,7 +160,7 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
 }
 
 int hz_calloc_release;
-int hz_thp = 1;
+int hz_thp;
 uint64_t hz_thp_advised, hz_thp_refused;
 
 void hz_thp_advise(void *p, size_t size)
@@ -189,9 +181,9 @@ static void zero_run(const struct hz_chunk *c, size_t i, size_t j, void *hint)
 	if (hz_calloc_release && !c->hugetlb && !hz_os_dontneed(p, len))
 		return;
 	if (hint)
-		hz_clear_hinted(p, len, hint);
+		hz_zero_hinted_counted(p, len, hint);
 	else
-		hz_clear(p, len);
+		hz_fill_counted(p, 0, len);
 }
 
 void hz_chunk_zero_plan(const struct hz_chunk *c, const void *p, struct hz_zero_plan *plan)

@@ -16,6 +16,8 @@
 
 #include "prim.h"
 
+#pragma GCC visibility push(hidden)
+
 /* 4 KiB pages and 2 MiB huge pages (x86-64, and arm64 with 4 KiB pages);
  * the allocator checks hz_page_size against HZ_PAGE before using chunks. */
 #define HZ_CHUNK_SHIFT 26 /* 64 MiB */
@@ -30,9 +32,9 @@ struct hz_chunk {
 	unsigned char *base;              /* HZ_CHUNK_SIZE bytes, aligned */
 	size_t free_pages;
 	size_t dirty_free;                /* pages free and dirty: what a purge could release */
-	unsigned owner;                   /* the arena it belongs to (large.c) */
+	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
-	uint64_t freed;                   /* when a block was last freed here (large.c's clock) */
+	uint64_t freed;                   /* when a block was last freed here (its arena's clock) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
@@ -41,8 +43,8 @@ struct hz_chunk {
 
 /* Maps a chunk's memory (fresh: every page known zero) and initialises c:
  * with hugetlb set, from the hugetlb pool if it can give 32 pages
- * (c->hugetlb then 1), otherwise transparent huge pages. Returns 0, or -1
- * with errno ENOMEM. */
+ * (c->hugetlb then 1), otherwise transparent huge pages. Returns 0, or
+ * ENOMEM (errno unchanged). */
 int hz_chunk_init(struct hz_chunk *c, int hugetlb);
 /* Unmaps the chunk's memory. */
 void hz_chunk_destroy(struct hz_chunk *c);
@@ -65,15 +67,14 @@ size_t hz_chunk_free(struct hz_chunk *c, void *p);
  * it are not free (nothing changes). */
 int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages);
 
-/* How calloc zeroes a dirty run: 0 clears it in place (the default: on
- * this machine 2-3x faster than the kernel's refault, bench/calloc_bench),
- * 1 releases it with MADV_DONTNEED for the kernel to fault zero pages back
- * in (HUGEZERO_CALLOC_DIRTY=release). Set once at initialisation. */
+/* How calloc zeroes a dirty run: 0 clears it in place (on this machine
+ * 2-3x faster than the kernel's refault, bench/calloc_bench), 1 releases
+ * it with MADV_DONTNEED for the kernel to fault zero pages back in. Set
+ * once by hz_large_setup. */
 extern int hz_calloc_release;
 /* Whether chunks and huge blocks ask for transparent huge pages
- * (MADV_HUGEPAGE): 1 by default; HUGEZERO_THP=0 leaves them on small pages
- * (where first faults of huge pages are slow, as on some VMs). Set once at
- * initialisation. */
+ * (MADV_HUGEPAGE); without, they stay on small pages (where first faults
+ * of huge pages are slow, as on some VMs). Set once by hz_large_setup. */
 extern int hz_thp;
 /* MADV_HUGEPAGE on [p, p+size), counted: mappings the kernel took the
  * advice for, and refused (THP disabled for the process or not built). */
@@ -111,5 +112,7 @@ size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result 
 /* Pages of the chunk that are free and dirty, counted from the bitmaps
  * (c->dirty_free keeps the same figure as it changes). */
 size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c);
+
+#pragma GCC visibility pop
 
 #endif

@@ -1,37 +1,53 @@
-/* allocator/prim.h: the OS primitives the allocator uses, one contract per
- * function. Linux only for now (prim_linux.c). Every call is a raw
- * syscall: an interposed libc wrapper can never recurse into the
- * allocator, and nothing here allocates or takes a lock. */
+/* allocator/prim.h: the library's one contract with the operating system,
+ * the floor every room stands on: memory, page size, clock, environment,
+ * stderr and small files. Linux is the one implementation
+ * (prim_linux.c); nothing else in the library makes a system call or
+ * reads the environment.
+ *
+ * Errors, one convention: a function that can fail returns 0, or the
+ * errno value that describes the failure (a positive number), and gives
+ * its results through out parameters. No function here changes errno,
+ * allocates, or takes a lock. The memory calls are raw system calls, so
+ * that an interposed libc wrapper can never call back into the allocator
+ * while it holds a lock. */
 #ifndef HZ_PRIM_H
 #define HZ_PRIM_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../arch/arch.h"
+#pragma GCC visibility push(hidden)
 
 #define HZ_HUGE_SIZE ((size_t)2 << 20) /* a transparent huge page, x86-64 and arm64 4K */
 
+/* ---- start ---- */
+
+/* The system's page size: 4096 until hz_os_init has run. */
+extern size_t hz_page_size;
+/* Reads what the process was started with (page size, setuid). Idempotent;
+ * safe before any constructor and from inside malloc. */
+void hz_os_init(void);
+
+/* ---- memory ---- */
+
 /* Maps size bytes (a multiple of the page size) of fresh, zeroed,
  * read-write anonymous memory aligned to align (a power of two, at least
- * the page size). Returns NULL with errno ENOMEM on failure (EINVAL for a
- * bad alignment). */
-HZ_HIDDEN void *hz_os_map(size_t size, size_t align);
-/* Maps size bytes (a multiple of HZ_HUGE_SIZE) backed by hugetlb pages of
- * HZ_HUGE_SIZE, aligned to align, reserved from the pool at once; NULL
- * when the pool cannot give them (the caller falls back and counts it).
- * errno is left as it was. */
-HZ_HIDDEN void *hz_os_map_hugetlb(size_t size, size_t align);
-/* Unmaps [p, p+size). Returns 0 or -errno. */
-HZ_HIDDEN int hz_os_unmap(void *p, size_t size);
-/* Asks for transparent huge pages on [p, p+size) (MADV_HUGEPAGE); 0 or
- * -errno (EINVAL when THP is not built in). */
-HZ_HIDDEN int hz_os_hugepage(void *p, size_t size);
+ * the page size) at *out. EINVAL for a bad alignment, ENOMEM. */
+int hz_os_map(size_t size, size_t align, void **out);
+/* The same backed by hugetlb pages of HZ_HUGE_SIZE (size a multiple of
+ * it), reserved from the pool at once: ENOMEM when the pool cannot give
+ * them (the caller falls back and counts it). */
+int hz_os_map_hugetlb(size_t size, size_t align, void **out);
+/* Unmaps [p, p+size). */
+int hz_os_unmap(void *p, size_t size);
+/* Asks for transparent huge pages on [p, p+size) (MADV_HUGEPAGE); EINVAL
+ * when THP is not built in. */
+int hz_os_hugepage(void *p, size_t size);
 /* Releases [p, p+size) (MADV_DONTNEED): the range reads as zero after. */
-HZ_HIDDEN int hz_os_dontneed(void *p, size_t size);
-/* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or at
- * fixed address dst when dst is not NULL). NULL on failure. */
-HZ_HIDDEN void *hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst);
+int hz_os_dontneed(void *p, size_t size);
+/* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or to
+ * the fixed address dst when dst is not NULL); the new place at *out. */
+int hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst, void **out);
 
 struct hz_range {
 	void *p;
@@ -58,13 +74,48 @@ struct hz_release_result {
  * filter) it releases range by range with madvise, remembers that for the
  * life of the process, and says so in the result. What a batch leaves
  * undone is released range by range. out->error is 0 only when every
- * range was released. Safe after fork: the child opens its own pidfd.
- * errno is left as it was. */
-HZ_HIDDEN void hz_os_release_batch(const struct hz_range *r, size_t n,
-				   struct hz_release_result *out);
+ * range was released. Safe after fork: the child opens its own pidfd. */
+void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_result *out);
 /* Whether batched release works here: 1 yes, 0 it fell back, -1 unknown. */
-HZ_HIDDEN int hz_os_batch_state(void);
+int hz_os_batch_state(void);
 /* Forgets what was learnt of process_madvise (tests). */
-HZ_HIDDEN void hz_os_batch_reset(void);
+void hz_os_batch_reset(void);
+
+/* ---- clock ---- */
+
+/* CLOCK_MONOTONIC, in nanoseconds. */
+uint64_t hz_os_now_ns(void);
+/* CLOCK_REALTIME, in nanoseconds (a seed that differs between runs). */
+uint64_t hz_os_realtime_ns(void);
+/* Sleeps ms milliseconds, resumed across signals. */
+void hz_os_sleep_ms(uint64_t ms);
+
+/* ---- environment ---- */
+
+/* The value of the environment variable name, or NULL when it is unset
+ * or the program runs setuid or setgid (its environment belongs to
+ * another user). Never allocates. */
+const char *hz_os_getenv(const char *name);
+int hz_os_pid(void);
+/* The current directory into buf (cap bytes, NUL-terminated). */
+int hz_os_cwd(char *buf, size_t cap);
+
+/* ---- stderr and files ---- */
+
+/* Writes "hugezero: " a b c and a newline to stderr (any may be NULL). */
+void hz_os_log(const char *a, const char *b, const char *c);
+/* Writes all n bytes at buf to fd, across short writes and signals. */
+int hz_os_write_all(int fd, const void *buf, size_t n);
+/* Reads the file at path (a small one: /proc, /sys) into buf, at most
+ * cap - 1 bytes, NUL-terminated; *len gets the bytes read. */
+int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len);
+/* Opens path for writing a private file at *fd: created with mode 0600;
+ * a symlink at path is never followed; an existing file is taken only if
+ * it is a regular file this user owns, and is truncated. EEXIST and the
+ * like when it is refused. */
+int hz_os_create_private(const char *path, int *fd);
+void hz_os_close(int fd);
+
+#pragma GCC visibility pop
 
 #endif

@@ -1,9 +1,17 @@
-/* Linux OS primitives by raw syscall (see prim.h). */
+/* The OS primitives on Linux (prim.h). Memory by raw syscall; files,
+ * clock and environment through libc's wrappers of single system calls,
+ * none of which allocates. errno is saved and restored around each. */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/mman.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "prim.h"
@@ -12,101 +20,107 @@
 #define MADV_HUGEPAGE 14
 #endif
 
-static long sys6(long nr, long a, long b, long c, long d, long e, long f)
+size_t hz_page_size = 4096;
+static int secure; /* AT_SECURE: the environment is not ours to read */
+
+void hz_os_init(void)
 {
-	return syscall(nr, a, b, c, d, e, f);
+	size_t ps = getauxval(AT_PAGESZ);
+	if (ps >= 4096 && !(ps & (ps - 1)))
+		hz_page_size = ps;
+	secure = getauxval(AT_SECURE) != 0;
 }
 
-/* syscall() returns -1 and sets errno; turn that into -errno and leave
- * errno as it was (the allocator's callers must not see it change). */
-static long ret(long r, int saved)
+/* syscall() returns -1 and sets errno: the errno value, or 0, with errno
+ * put back as it was. */
+static int status(long r, int saved)
 {
-	long e = r == -1 ? -errno : r;
+	int e = r == -1 ? errno : 0;
 	errno = saved;
 	return e;
 }
 
-static void *map_raw(size_t size, int flags)
+static long map_raw(void *at, size_t size, int flags)
 {
-	long r = sys6(SYS_mmap, 0, (long)size, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | flags, -1, 0);
-	return r == -1 ? NULL : (void *)r;
+	return syscall(SYS_mmap, at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags,
+		       -1, 0);
 }
 
-void *hz_os_map(size_t size, size_t align)
+int hz_os_unmap(void *p, size_t size)
 {
-	if ((align & (align - 1)) || align < hz_page_size) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (size == 0 || size > SIZE_MAX - align) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	int saved = errno;
+	return status(syscall(SYS_munmap, p, size), saved);
+}
+
+int hz_os_map(size_t size, size_t align, void **out)
+{
+	if ((align & (align - 1)) || align < hz_page_size)
+		return EINVAL;
+	if (size == 0 || size > SIZE_MAX - align)
+		return ENOMEM;
 	/* Over-map by the alignment and trim both ends: one extra syscall or
 	 * two only when the kernel's placement is not aligned already. */
 	size_t ps = hz_page_size;
 	size_t extra = align > ps ? align - ps : 0;
-	unsigned char *m = map_raw(size + extra, 0);
-	if (!m) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	uintptr_t a = ((uintptr_t)m + align - 1) & ~(uintptr_t)(align - 1);
-	size_t head = a - (uintptr_t)m, tail = extra - head;
+	int saved = errno;
+	long r = map_raw(NULL, size + extra, MAP_NORESERVE);
+	if (status(r, saved))
+		return ENOMEM;
+	uintptr_t m = (uintptr_t)r, a = (m + align - 1) & ~(uintptr_t)(align - 1);
+	size_t head = a - m, tail = extra - head;
 	if (head)
-		hz_os_unmap(m, head);
+		hz_os_unmap((void *)m, head);
 	if (tail)
 		hz_os_unmap((void *)(a + size), tail);
-	return (void *)a;
+	*out = (void *)a;
+	return 0;
 }
 
-void *hz_os_map_hugetlb(size_t size, size_t align)
+int hz_os_map_hugetlb(size_t size, size_t align, void **out)
 {
 	/* An aligned hole found with an ordinary mapping, then the hugetlb
 	 * mapping put there without replacing anything (another thread may
 	 * have mapped the hole meanwhile: then this fails). No
 	 * MAP_NORESERVE: the pages are reserved now, so a short pool fails
 	 * here rather than with SIGBUS at the first touch. */
-	unsigned char *hole = hz_os_map(size, align);
-	if (!hole)
-		return NULL;
+	void *hole;
+	int e = hz_os_map(size, align, &hole);
+	if (e)
+		return e;
 	hz_os_unmap(hole, size);
-	long r = sys6(SYS_mmap, (long)hole, (long)size, PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_HUGE_2MB | MAP_FIXED_NOREPLACE,
-		      -1, 0);
-	if (r == -1)
-		return NULL;
-	if ((unsigned char *)r != hole) { /* kernels before 4.17 take it as a hint */
-		hz_os_unmap((void *)r, size);
-		return NULL;
-	}
-	return hole;
-}
-
-int hz_os_unmap(void *p, size_t size)
-{
 	int saved = errno;
-	return (int)ret(syscall(SYS_munmap, p, size), saved);
+	long r = map_raw(hole, size, MAP_HUGETLB | MAP_HUGE_2MB | MAP_FIXED_NOREPLACE);
+	if (status(r, saved))
+		return ENOMEM;
+	if ((void *)r != hole) { /* kernels before 4.17 take it as a hint */
+		hz_os_unmap((void *)r, size);
+		return ENOMEM;
+	}
+	*out = hole;
+	return 0;
 }
 
 int hz_os_hugepage(void *p, size_t size)
 {
 	int saved = errno;
-	return (int)ret(syscall(SYS_madvise, p, size, MADV_HUGEPAGE), saved);
+	return status(syscall(SYS_madvise, p, size, MADV_HUGEPAGE), saved);
 }
 
 int hz_os_dontneed(void *p, size_t size)
 {
 	int saved = errno;
-	return (int)ret(syscall(SYS_madvise, p, size, MADV_DONTNEED), saved);
+	return status(syscall(SYS_madvise, p, size, MADV_DONTNEED), saved);
 }
 
-void *hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst)
+int hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst, void **out)
 {
+	int saved = errno;
 	long r = dst ? syscall(SYS_mremap, p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst)
 		     : syscall(SYS_mremap, p, old_size, new_size, MREMAP_MAYMOVE);
-	return r == -1 ? NULL : (void *)r;
+	int e = status(r, saved);
+	if (!e)
+		*out = (void *)r;
+	return e;
 }
 
 /* Batched release state: the pidfd and the pid it was opened for, packed
@@ -127,7 +141,8 @@ void hz_os_batch_reset(void)
 }
 
 /* The pidfd of this process, opened once per process (again when stale is
- * the fd found unusable); -errno on failure. */
+ * the fd found unusable); -errno on failure. errno is the caller's to
+ * restore. */
 static int self_pidfd(int stale)
 {
 	uint64_t pid = (uint64_t)syscall(SYS_getpid);
@@ -166,7 +181,7 @@ static long advise_batch(int fd, const struct hz_range *r, size_t k, size_t *byt
 
 void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_result *out)
 {
-	int saved = errno; /* a release inside free must not change errno */
+	int saved = errno;
 	*out = (struct hz_release_result){0};
 	size_t i = 0;
 	int state = hz_os_batch_state();
@@ -210,11 +225,135 @@ void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_r
 		out->syscalls++;
 		if (e) {
 			if (!out->error)
-				out->error = -e;
+				out->error = e;
 			continue;
 		}
 		out->ranges++;
 		out->bytes += r[i].len;
 	}
+	errno = saved;
+}
+
+/* ---- clock ---- */
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec t;
+	clock_gettime(id, &t); /* vDSO: no system call, errno untouched on success */
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t hz_os_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t hz_os_realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+void hz_os_sleep_ms(uint64_t ms)
+{
+	int saved = errno;
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	errno = saved;
+}
+
+/* ---- environment ---- */
+
+const char *hz_os_getenv(const char *name)
+{
+	return secure ? NULL : getenv(name);
+}
+
+int hz_os_pid(void)
+{
+	return (int)getpid();
+}
+
+int hz_os_cwd(char *buf, size_t cap)
+{
+	int saved = errno;
+	return status(getcwd(buf, cap) ? 0 : -1, saved);
+}
+
+/* ---- stderr and files ---- */
+
+int hz_os_write_all(int fd, const void *buf, size_t n)
+{
+	int saved = errno, e = 0;
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
+			break;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	errno = saved;
+	return e;
+}
+
+void hz_os_log(const char *a, const char *b, const char *c)
+{
+	const char *parts[] = {"hugezero: ", a, b, c, "\n"};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		if (parts[i] && hz_os_write_all(2, parts[i], strlen(parts[i])))
+			return;
+}
+
+int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len)
+{
+	int saved = errno;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return status(-1, saved);
+	ssize_t r;
+	while ((r = read(fd, buf, cap - 1)) < 0 && errno == EINTR)
+		;
+	int e = status(r < 0 ? -1 : 0, saved);
+	close(fd);
+	errno = saved;
+	if (e)
+		return e;
+	buf[r] = 0;
+	*len = (size_t)r;
+	return 0;
+}
+
+int hz_os_create_private(const char *path, int *out)
+{
+	int saved = errno, e = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* Non-blocking: a FIFO planted there must not hang the process. */
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
+				ftruncate(fd, 0))) {
+			close(fd);
+			fd = -1;
+			errno = EEXIST;
+		}
+	}
+	if (fd < 0)
+		e = errno;
+	else
+		*out = fd;
+	errno = saved;
+	return e;
+}
+
+void hz_os_close(int fd)
+{
+	int saved = errno;
+	close(fd);
 	errno = saved;
 }

@@ -1,17 +1,20 @@
-/* arch/: the clearing engine's contract. Everything above this header is
- * architecture-neutral; each architecture provides the functions marked
- * "per arch" in arch/<cpu>/, and the build picks one directory. */
+/* arch/: the clearing engine. It owns the kernels (one instruction stream
+ * over a whole extent), the small-size memset front ends, CPU and cache
+ * detection, the size-to-kernel policy and the hinted clear. Each
+ * architecture provides the functions marked "per arch" in arch/<cpu>/;
+ * the build picks one directory, and nothing outside arch/ names a CPU.
+ *
+ * It stands on common.h and the OS primitives (allocator/prim.h: page
+ * size, file reads) and knows nothing of allocation, the exported ABI,
+ * options or counters: it is configured through hz_engine_setup, and its
+ * clears are counted by whoever calls them (obs/counters.h). */
 #ifndef HZ_ARCH_H
 #define HZ_ARCH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#define HZ_HIDDEN __attribute__((visibility("hidden")))
-#define HZ_EXPORT __attribute__((visibility("default")))
-#define HZ_NOINLINE __attribute__((noinline))
-#define hz_likely(x) __builtin_expect(!!(x), 1)
-#define hz_unlikely(x) __builtin_expect(!!(x), 0)
+#include "common.h"
 
 /* A kernel fills n bytes at p with byte c and returns p. Kernels accept any
  * p, any n (0 included) and never touch a byte outside [p, p+n). */
@@ -38,8 +41,9 @@ struct hz_kernel {
 
 /* ---- per arch: arch/<cpu>/kernels.c ---- */
 
-/* The kernel table of this architecture. Entry 0 is the portable C kernel:
- * the policy uses it before the CPU is detected. */
+/* The kernel table of this architecture, at most HZ_MAX_KERNELS long.
+ * Entry 0 is the portable C kernel: the policy uses it before setup. */
+#define HZ_MAX_KERNELS 16
 HZ_HIDDEN extern const struct hz_kernel hz_kernels[];
 HZ_HIDDEN extern const unsigned hz_nkernels;
 
@@ -62,45 +66,56 @@ struct hz_cpu {
 	struct hz_cache_sizes cpuid; /* what the CPU itself reports */
 	struct hz_cache_sizes sysfs; /* what the kernel reports */
 	struct hz_cache_sizes cache; /* the reconciled figures in use */
-	const char *source[HZ_CACHE_LEVELS]; /* "sysfs", "cpuid", "default", "env" */
+	const char *source[HZ_CACHE_LEVELS]; /* "sysfs", "cpuid", "default", "configured" */
 	size_t zva_block;            /* aarch64 DC ZVA block, 0 if prohibited */
 };
 
+/* What setup detected (arch/engine.c). */
+HZ_HIDDEN extern struct hz_cpu hz_cpu;
+
 /* Fills vendor, features, cpuid (and zva_block) and the predicates' state.
- * Runs once, single-threaded, from the library's initialisation. */
+ * Runs once, single-threaded, from hz_engine_setup. */
 HZ_HIDDEN void hz_cpu_detect(struct hz_cpu *cpu);
 
-/* The small-size memset front end best suited to this CPU (reads the CPU
- * itself, so it works before hz_cpu_detect). */
+/* ---- per arch: arch/<cpu>/front.c: the small-size memset front ends ---- */
+
+/* Largest size the front ends fill inline; larger calls go to the policy. */
+#define HZ_FRONT_MAX 16384
+
 typedef void *(*hz_memset_fn)(void *p, int c, size_t n);
+/* The front end best suited to this CPU (reads the CPU itself, so it works
+ * before hz_cpu_detect). */
 HZ_HIDDEN hz_memset_fn hz_memset_select(void);
 /* The front end memset uses: one every CPU of the architecture runs until
- * initialisation sets it to hz_memset_select()'s. */
+ * setup sets it to the selected one. */
 HZ_HIDDEN extern hz_memset_fn hz_memset_impl;
-/* memset is the architecture's widest front end (widest.h), guarded by
- * this flag: set once initialisation found that the CPU runs it; until
- * then, or on a CPU that does not, every call leaves through
- * hz_memset_exit. */
+/* The exported memset is the architecture's widest front end (widest.h),
+ * guarded by this flag: set once setup found that the CPU runs it; until
+ * then, or on a CPU that does not, every call leaves before the first
+ * instruction of the wide ISA (and goes through hz_memset_impl). */
 HZ_HIDDEN extern int hz_memset_widest_ok;
-/* memset's way out of the front end: the policy, or, without the flag,
- * the front end in hz_memset_impl. */
-HZ_HIDDEN HZ_NOINLINE void *hz_memset_exit(void *p, int c, size_t n);
 /* The widest front end, unguarded: the one hz_memset_widest_ok names. */
 HZ_HIDDEN void *hz_memset_widest_raw(void *p, int c, size_t n);
 /* All front ends this CPU runs, for tests and benchmarks; returns count. */
 HZ_HIDDEN unsigned hz_memset_variants(hz_memset_fn *fns, const char **names, unsigned max);
 
-/* ---- arch/cache.c (portable: Linux sysfs and reconciliation) ---- */
+/* ---- arch/engine.c: the engine's state and its setup ---- */
 
-/* Reads /sys/devices/system/cpu/cpu0/cache/ without allocating. */
-HZ_HIDDEN void hz_cache_read_sysfs(const char *dir, struct hz_cache_sizes *out);
-/* Chooses each level's figure from the sources, sanity-checked, with a
- * default when none is plausible; records where each figure came from. */
-HZ_HIDDEN void hz_cache_reconcile(struct hz_cpu *cpu);
+/* The front end named name that this CPU runs, or NULL. */
+HZ_HIDDEN hz_memset_fn hz_memset_front(const char *name);
+/* The name of a front end, or "other" for a function that is none. */
+HZ_HIDDEN const char *hz_memset_front_name(hz_memset_fn fn);
+/* From now on memset's calls go through fn (glibc's, say): the widest
+ * front end's flag is cleared and hz_memset_impl set. */
+HZ_HIDDEN void hz_memset_divert(hz_memset_fn fn);
+/* Any size: the policy's kernel for (c, n), uncounted. The front ends'
+ * way out above HZ_FRONT_MAX, and the library's clears of its own
+ * state. */
+HZ_HIDDEN HZ_NOINLINE void *hz_fill_policy(void *p, int c, size_t n);
 
 /* ---- arch/policy.c: size (and fill byte) to kernel ---- */
 
-/* Up to HZ_TIERS size tiers above the small front end; tier i serves sizes
+/* Up to HZ_TIERS size tiers above the front end; tier i serves sizes
  * below upto[i] (the last tier is unbounded). Each tier names the kernel for
  * non-zero and for zero fills. */
 #define HZ_TIERS 3
@@ -123,9 +138,8 @@ struct hz_policy_cfg {
 	const char *near;        /* kernel of hinted clears' neighbourhood, or NULL */
 };
 
+/* The policy in use: the portable kernel everywhere until setup. */
 HZ_HIDDEN extern struct hz_policy hz_policy;
-HZ_HIDDEN extern size_t hz_page_size;
-HZ_HIDDEN extern struct hz_cpu hz_cpu;
 
 /* Index of the kernel named name that this CPU supports, or -1. */
 HZ_HIDDEN int hz_kernel_find(const char *name);
@@ -140,27 +154,34 @@ static inline unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t
 	return (unsigned char)c ? pol->fill[t] : pol->zero[t];
 }
 
-/* ---- arch/dispatch.c ---- */
+/* Runs kernel k over [p, p+n). */
+static inline void hz_fill(unsigned k, void *p, int c, size_t n)
+{
+	hz_kernels[k].fill(p, c, n);
+}
 
-/* Largest size the front ends handle inline; larger calls go to the policy. */
-#define HZ_SMALL_MAX 16384
-/* memset above HZ_SMALL_MAX: picks the tier's kernel and counts the call. */
-HZ_HIDDEN HZ_NOINLINE void *hz_memset_large(void *p, int c, size_t n);
-/* Runs kernel k over [p, p+n), counting large calls. */
-HZ_HIDDEN void hz_fill_with(unsigned k, void *p, int c, size_t n);
+/* ---- arch/cache.c (portable: Linux sysfs and reconciliation) ---- */
 
-/* Counters of calls that reach the policy with at least HZ_COUNT_MIN bytes
- * (below that an atomic add would cost more than it tells). */
-#define HZ_COUNT_MIN ((size_t)64 << 10)
-#define HZ_MAX_KERNELS 16
-struct hz_counters_raw {
-	uint64_t calls[HZ_MAX_KERNELS];
-	uint64_t bytes[HZ_MAX_KERNELS];
-	uint64_t memset_chk_calls;
-	uint64_t hinted_calls;
-	uint64_t memset_large_calls, memset_large_bytes; /* memset above HZ_SMALL_MAX */
+/* Reads /sys/devices/system/cpu/cpu0/cache/ (or dir) without allocating. */
+HZ_HIDDEN void hz_cache_read_sysfs(const char *dir, struct hz_cache_sizes *out);
+/* Chooses each level's figure from the sources, sanity-checked, with a
+ * default when none is plausible; records where each figure came from. */
+HZ_HIDDEN void hz_cache_reconcile(struct hz_cpu *cpu);
+
+/* ---- arch/engine.c: setup ---- */
+
+struct hz_engine_cfg {
+	struct hz_policy_cfg policy;
+	size_t l2_size, l3_size; /* the caches to assume; 0: detected */
+	const char *front;       /* the front end by name; NULL: the widest this CPU runs */
 };
-HZ_HIDDEN extern struct hz_counters_raw hz_counters_raw;
+/* What setup could not take (and ignored). */
+enum { HZ_ENGINE_BAD_FRONT = 1, HZ_ENGINE_BAD_KERNEL = 2 };
+/* Detects the CPU and its caches (the first time), then selects the
+ * front end and builds and publishes the policy for cfg. Returns the
+ * HZ_ENGINE_BAD_* bits of what it ignored. Single-threaded, at start;
+ * memset calls on other threads see either policy, both correct. */
+HZ_HIDDEN int hz_engine_setup(const struct hz_engine_cfg *cfg);
 
 /* ---- arch/clear.c: the hinted clear ---- */
 
@@ -171,14 +192,15 @@ struct hz_section {
 };
 /* Splits a clear of n bytes at p, first touched at hint, into at most three
  * sections in execution order: right of the hint's neighbourhood, left of
- * it, then the neighbourhood (hint page and 2 pages each side) with a
- * cache-allocating kernel. A hint outside the region means no hint: one
- * section. Empty sections are left out. Returns the number of sections. */
+ * it, then the neighbourhood (hint page and HZ_HINT_NEIGHBOURS pages each
+ * side) with a cache-allocating kernel. A hint outside the region means no
+ * hint: one section. Empty sections are left out. Returns the number of
+ * sections. */
+#define HZ_HINT_NEIGHBOURS 2
 HZ_HIDDEN unsigned hz_clear_plan(const void *p, size_t n, const void *hint,
 				 struct hz_section out[3]);
-#define HZ_HINT_NEIGHBOURS 2
-
-/* ---- library initialisation (preload/init.c) ---- */
-HZ_HIDDEN void hz_init(void);
+/* Zeroes [p, p+n) by that plan; the sections it ran are left in done
+ * (for whoever counts them) and their number returned. */
+HZ_HIDDEN unsigned hz_zero_hinted(void *p, size_t n, const void *hint, struct hz_section done[3]);
 
 #endif

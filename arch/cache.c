@@ -2,24 +2,16 @@
  * Virtual machines lie in both directions (a CPUID leaf of zeros, a sysfs
  * without an L3), so each level takes the first plausible figure and falls
  * back to a conservative default. */
-#include <fcntl.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "../allocator/prim.h"
 #include "arch.h"
 
 /* Reads a small sysfs file into buf (NUL-terminated); 0 on failure. */
 static size_t read_small(const char *path, char *buf, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	ssize_t r = read(fd, buf, cap - 1);
-	close(fd);
-	if (r <= 0)
-		return 0;
-	buf[r] = 0;
-	return (size_t)r;
+	size_t len;
+	return hz_os_read_file(path, buf, cap, &len) ? 0 : len;
 }
 
 /* "48K\n" -> 49152; "2M" -> 2097152; 0 when unparsable. */
@@ -41,7 +33,7 @@ static size_t parse_cache_size(const char *s)
 void hz_cache_read_sysfs(const char *dir, struct hz_cache_sizes *out)
 {
 	char path[256], buf[64];
-	memset(out, 0, sizeof *out);
+	*out = (struct hz_cache_sizes){{0}};
 	size_t dlen = strlen(dir);
 	if (dlen + 32 > sizeof path)
 		return;

@@ -1,9 +1,7 @@
 /* The hinted clear: whole extents per kernel call, the page the caller
  * touches first cleared last with cache-allocating stores. */
-#include <errno.h>
-
+#include "../allocator/prim.h"
 #include "arch.h"
-#include "../include/hugezero.h"
 
 unsigned hz_clear_plan(const void *p, size_t n, const void *hint, struct hz_section out[3])
 {
@@ -35,31 +33,10 @@ unsigned hz_clear_plan(const void *p, size_t n, const void *hint, struct hz_sect
 	return k;
 }
 
-HZ_EXPORT void *hz_clear(void *p, size_t n)
+unsigned hz_zero_hinted(void *p, size_t n, const void *hint, struct hz_section done[3])
 {
-	hz_fill_with(hz_policy_pick(&hz_policy, 0, n), p, 0, n);
-	return p;
-}
-
-HZ_EXPORT int hz_clear_pages(void *p, size_t npages)
-{
-	size_t ps = hz_page_size;
-	if (((uintptr_t)p & (ps - 1)) || npages > SIZE_MAX / ps ||
-	    npages * ps > UINTPTR_MAX - (uintptr_t)p) {
-		errno = EINVAL;
-		return -1;
-	}
-	hz_clear(p, npages * ps);
-	return 0;
-}
-
-HZ_EXPORT void *hz_clear_hinted(void *p, size_t n, const void *hint)
-{
-	struct hz_section s[3];
-	unsigned k = hz_clear_plan(p, n, hint, s);
-	if (k > 1 && n >= HZ_COUNT_MIN)
-		__atomic_fetch_add(&hz_counters_raw.hinted_calls, 1, __ATOMIC_RELAXED);
+	unsigned k = hz_clear_plan(p, n, hint, done);
 	for (unsigned i = 0; i < k; i++)
-		hz_fill_with(s[i].kernel, (char *)p + s[i].off, 0, s[i].len);
-	return p;
+		hz_fill(done[i].kernel, (char *)p + done[i].off, 0, done[i].len);
+	return k;
 }

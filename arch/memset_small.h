@@ -3,9 +3,9 @@
  * name), optionally HZ_MASKED_FILL(p, byte, n) for sizes below one vector
  * where the ISA has byte-masked stores, HZ_FRONT_GUARD (a condition
  * without which every call goes to HZ_FRONT_LARGE, default
- * hz_memset_large, before an instruction of the ISA runs) and
+ * hz_fill_policy, before an instruction of the ISA runs) and
  * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up
- * to HZ_SMALL_MAX are filled with overlapping unaligned stores from both
+ * to HZ_FRONT_MAX are filled with overlapping unaligned stores from both
  * ends, so each size class is a fixed number of stores behind one size
  * test; above 8 vectors an aligned loop fills the middle. Larger sizes
  * leave through one unlikely test to HZ_FRONT_LARGE. */
@@ -34,7 +34,7 @@ typedef uint8_t hz_v16u __attribute__((vector_size(16), aligned(1), may_alias));
 #define HZ_FRONT_VISIBILITY HZ_HIDDEN
 #endif
 #ifndef HZ_FRONT_LARGE
-#define HZ_FRONT_LARGE hz_memset_large
+#define HZ_FRONT_LARGE hz_fill_policy
 #endif
 
 HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)
@@ -106,7 +106,7 @@ HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)
 		*(HZ_VU *)(end - HZ_VW) = v;
 		return d;
 	}
-	if (hz_unlikely(n > HZ_SMALL_MAX))
+	if (hz_unlikely(n > HZ_FRONT_MAX))
 		return HZ_FRONT_LARGE(d, c, n);
 	*(HZ_VU *)p = v;
 	*(HZ_VU *)(p + HZ_VW) = v;

@@ -13,7 +13,8 @@
 #include <string.h>
 
 #include "../allocator/large.h"
-#include "../include/hugezero.h"
+#include "../obs/counters.h"
+#include "../preload/options.h"
 #include "bench.h"
 
 static void touch(unsigned char *p, size_t n)
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
 	const char *csv = "calloc_bench.csv";
 	if (bench_args(argc, argv, &reps, &csv))
 		return 2;
+	hz_options_setup(); /* the arenas as the library starts them */
 	FILE *out = fopen(csv, "w");
 	if (!out) {
 		perror(csv);
@@ -83,9 +85,10 @@ int main(int argc, char **argv)
 	       "clear", "speedup");
 	for (int s = 1; s < 4; s++) {
 		size_t n = sizes[s];
-		unsigned char *p = hz_os_map(n, HZ_HUGE_SIZE);
-		if (!p)
+		void *m;
+		if (hz_os_map(n, HZ_HUGE_SIZE, &m))
 			abort();
+		unsigned char *p = m;
 		hz_os_hugepage(p, n);
 		double tr[101], tc[101];
 		for (int r = 0; r < reps; r++) {
@@ -96,7 +99,7 @@ int main(int argc, char **argv)
 			tr[r] = (now_ns() - t0) / 1e6;
 			memset(p, 0x5A, n);
 			t0 = now_ns();
-			hz_clear_hinted(p, n, p);
+			hz_zero_hinted_counted(p, n, p);
 			touch(p, n);
 			tc[r] = (now_ns() - t0) / 1e6;
 		}

@@ -148,6 +148,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	hz_options_setup(); /* the engine linked in, for its kernels */
 	void *libc = dlopen("libc.so.6", RTLD_NOW | RTLD_NOLOAD);
 	glibc_memset = libc ? (hz_fill_fn)dlsym(libc, "memset") : NULL;
 	hz_fill_fn hz_memset = (hz_fill_fn)dlsym(RTLD_DEFAULT, "memset");

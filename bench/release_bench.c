@@ -41,11 +41,13 @@ int main(int argc, char **argv)
 	if (bench_args(argc, argv, &reps, &csv))
 		return 2;
 	size_t len = (size_t)NBLK * HZ_HUGE_SIZE;
-	unsigned char *p = hz_os_map(len, HZ_HUGE_SIZE);
-	if (!p || hz_os_hugepage(p, len)) {
-		perror("map");
+	void *m;
+	hz_os_init();
+	if (hz_os_map(len, HZ_HUGE_SIZE, &m) || hz_os_hugepage(m, len)) {
+		fprintf(stderr, "release_bench: cannot map %zu bytes of huge pages\n", len);
 		return 1;
 	}
+	unsigned char *p = m;
 	FILE *out = fopen(csv, "w");
 	if (!out) {
 		perror(csv);

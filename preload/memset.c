@@ -1,20 +1,20 @@
-/* The interposed memset family. Nothing but the exported ABI lives here.
+/* The interposed memset family.
  *
  * Binding: memset is the architecture's widest front end itself, behind
- * one test of a flag the constructor sets once it found that the CPU runs
- * that front end. Otherwise (and before the constructor) the call leaves,
+ * one test of a flag the engine's setup sets once it found that the CPU
+ * runs that front end. Otherwise (and before setup) the call leaves,
  * before any instruction of the wide ISA, through hz_memset_impl: a
  * pointer to the front end every CPU of the architecture runs, also set
- * once by the constructor. No jump stands between the PLT and the stores:
- * a jump cost about 0.5 ns there, 20% of a small memset. tests/
+ * once by setup. No jump stands between the PLT and the stores: a jump
+ * cost about 0.5 ns there, 20% of a small memset. tests/preload/
  * front_guard.sh checks that the compiler kept the wide instructions
- * behind the test. Not an IFUNC: libraries linked with -z now
- * (bash's libtinfo, libselinux) are relocated before a preloaded library,
- * and the dynamic linker then warns on stderr ("Relink ... for IFUNC
- * symbol") in every such program and runs the resolver early.
- * Sizes above HZ_SMALL_MAX go to a policy that starts with the portable
- * kernel and is replaced once by the constructor: no locks, no
- * allocation, no syscalls, no lazy initialisation.
+ * behind the test. Not an IFUNC: libraries linked with -z now (bash's
+ * libtinfo, libselinux) are relocated before a preloaded library, and the
+ * dynamic linker then warns on stderr ("Relink ... for IFUNC symbol") in
+ * every such program and runs the resolver early. Sizes above
+ * HZ_FRONT_MAX go to a policy that starts with the portable kernel and is
+ * replaced once by setup: no locks, no allocation, no syscalls, no lazy
+ * initialisation.
  *
  * On x86-64 this file is built with -ffixed-xmm0..15 (CMakeLists.txt), so
  * memset uses zmm16-31 and needs no vzeroupper: keep every other function
@@ -22,30 +22,41 @@
 #include <stddef.h>
 
 #include "../arch/arch.h"
-#include "ab.h"
-#include "callsites.h"
-#include "stats.h"
+#include "../obs/ab.h"
+#include "../obs/callsites.h"
+#include "../obs/counters.h"
+#include "preload.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
+
+/* The program's large memset: counted, then the policy's kernel. */
+static void *memset_policy(void *p, int c, size_t n)
+{
+	hz_count_add(&hz_engine_counts.memset_large_calls, 1);
+	hz_count_add(&hz_engine_counts.memset_large_bytes, n);
+	return hz_fill_counted(p, c, n);
+}
+
+/* memset's way out of the front end: above HZ_FRONT_MAX, and every size
+ * while memset goes through the pointer (before setup, on a CPU without
+ * the widest front end, or glibc's in off mode). */
+static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
+{
+	if (n <= HZ_FRONT_MAX)
+		return hz_memset_impl(p, c, n);
+	hz_count(HZ_OP_MEMSET, n);
+	if (hz_unlikely(hz_mode_off))
+		return hz_memset_impl(p, c, n);
+	if (hz_unlikely(hz_callsites_on))
+		hz_callsite(n);
+	if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
+		return hz_ab_memset(p, c, n, memset_policy);
+	return memset_policy(p, c, n);
+}
 
 /* memset is the architecture's widest front end (arch/<cpu>/widest.h and
  * the arch/memset_small.h template), guarded by hz_memset_widest_ok. */
 #include "widest.h"
-
-/* Above HZ_SMALL_MAX (and every size while memset goes through the
- * pointer): large sizes counted, then to the clearing kernels. */
-static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
-{
-	if (n <= HZ_SMALL_MAX) /* before the constructor, or glibc's in off mode */
-		return hz_memset_impl(p, c, n);
-	hz_count(HZ_OP_MEMSET, n);
-	if (hz_unlikely(hz_callsites_on))
-		hz_callsite(n);
-	if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
-		return hz_ab_memset(p, c, n);
-	return hz_memset_exit(p, c, n);
-}
-
 #define HZ_FRONT memset
 #define HZ_FRONT_GUARD __atomic_load_n(&hz_memset_widest_ok, __ATOMIC_RELAXED)
 #define HZ_FRONT_LARGE memset_large
@@ -61,7 +72,7 @@ HZ_EXPORT void *__memset_chk(void *p, int c, size_t n, size_t dstlen)
 	if (hz_unlikely(dstlen < n))
 		__chk_fail();
 	if (n >= HZ_COUNT_MIN)
-		__atomic_fetch_add(&hz_counters_raw.memset_chk_calls, 1, __ATOMIC_RELAXED);
+		hz_count_add(&hz_engine_counts.memset_chk_calls, 1);
 	return memset(p, c, n);
 }
 
@@ -69,7 +80,7 @@ HZ_EXPORT void *__memset_chk(void *p, int c, size_t n, size_t dstlen)
  * calls): the same clearing, not counted as the program's. */
 HZ_HIDDEN void *hz_je_memset(void *p, int c, size_t n)
 {
-	return n > HZ_SMALL_MAX ? hz_memset_exit(p, c, n) : hz_memset_impl(p, c, n);
+	return n > HZ_FRONT_MAX ? hz_fill_counted(p, c, n) : hz_memset_impl(p, c, n);
 }
 
 HZ_EXPORT void bzero(void *p, size_t n)

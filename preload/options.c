@@ -1,78 +1,83 @@
-/* The option table and its loader. README.md's option reference is
- * generated from this table (scripts/options-doc.sh) and a test keeps the
- * two equal. */
-#include <stdlib.h>
+/* The option table and its loader (options.h). README.md's option
+ * reference is generated from this table (scripts/options-doc.sh) and a
+ * test keeps the two equal. */
+#include <stdio.h>
 #include <string.h>
-#include <sys/auxv.h>
-#include <unistd.h>
 
+#include "../allocator/large.h"
+#include "../allocator/prim.h"
+#include "../allocator/small.h"
+#include "../arch/arch.h"
 #include "options.h"
 
+#define NUM(v) {.num = (v)}
+#define SIZE(v) {.size = (v)}
+#define NAME(v) {.str = (v)}
+#define NONE {0}
+
 const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
-	[HZ_OPT_VERBOSE] = {"VERBOSE", HZ_OPT_BOOL, "0",
+	[HZ_OPT_VERBOSE] = {"VERBOSE", HZ_OPT_BOOL, NUM(0), NULL,
 			    "print the detected CPU, caches and kernel policy to stderr at start"},
-	[HZ_OPT_MODE] = {"MODE", HZ_OPT_NAME, "on",
+	[HZ_OPT_MODE] = {"MODE", HZ_OPT_NAME, NAME("on"), NULL,
 			 "off forwards memset and the whole malloc family to glibc (read at the first allocation)"},
-	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, "(policy)",
+	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, NONE, "(policy)",
 			   "use this kernel for every size above 16 KiB (names: see Kernels in README.md)"},
-	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, "(policy)",
+	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, NONE, "(policy)",
 				 "kernel for sizes above 16 KiB and below MEDIUM_THRESHOLD"},
-	[HZ_OPT_KERNEL_MEDIUM] = {"KERNEL_MEDIUM", HZ_OPT_NAME, "(policy)",
+	[HZ_OPT_KERNEL_MEDIUM] = {"KERNEL_MEDIUM", HZ_OPT_NAME, NONE, "(policy)",
 				  "kernel from MEDIUM_THRESHOLD to below NT_THRESHOLD"},
-	[HZ_OPT_KERNEL_LARGE] = {"KERNEL_LARGE", HZ_OPT_NAME, "(policy)",
+	[HZ_OPT_KERNEL_LARGE] = {"KERNEL_LARGE", HZ_OPT_NAME, NONE, "(policy)",
 				 "kernel from NT_THRESHOLD up"},
-	[HZ_OPT_KERNEL_NEAR] = {"KERNEL_NEAR", HZ_OPT_NAME, "(policy)",
+	[HZ_OPT_KERNEL_NEAR] = {"KERNEL_NEAR", HZ_OPT_NAME, NONE, "(policy)",
 				"kernel for the hint's neighbourhood in hinted clears (not a streaming one)"},
-	[HZ_OPT_FRONT] = {"FRONT", HZ_OPT_NAME, "(widest)",
+	[HZ_OPT_FRONT] = {"FRONT", HZ_OPT_NAME, NONE, "(widest)",
 			  "small-size front end of memset: front_avx512, front_avx2, front_sse2 (x86-64)"},
-	[HZ_OPT_MEDIUM_THRESHOLD] = {"MEDIUM_THRESHOLD", HZ_OPT_SIZE, "L2",
+	[HZ_OPT_MEDIUM_THRESHOLD] = {"MEDIUM_THRESHOLD", HZ_OPT_SIZE, NONE, "L2",
 				     "size from which string stores replace vector stores"},
-	[HZ_OPT_NT_THRESHOLD] = {"NT_THRESHOLD", HZ_OPT_SIZE, "L3",
+	[HZ_OPT_NT_THRESHOLD] = {"NT_THRESHOLD", HZ_OPT_SIZE, NONE, "L3",
 				 "size from which streaming stores (or CLZERO for zero) are used"},
-	[HZ_OPT_STREAMING] = {"STREAMING", HZ_OPT_AUTO_BOOL, "auto",
+	[HZ_OPT_STREAMING] = {"STREAMING", HZ_OPT_AUTO_BOOL, NUM(-1), NULL,
 			      "0 never uses streaming stores or CLZERO: large sizes stay temporal"},
-	[HZ_OPT_CLZERO] = {"CLZERO", HZ_OPT_AUTO_BOOL, "auto",
+	[HZ_OPT_CLZERO] = {"CLZERO", HZ_OPT_AUTO_BOOL, NUM(-1), NULL,
 			   "0 never uses zero-only kernels (CLZERO, DC ZVA)"},
-	[HZ_OPT_L2_SIZE] = {"L2_SIZE", HZ_OPT_SIZE, "detected",
+	[HZ_OPT_L2_SIZE] = {"L2_SIZE", HZ_OPT_SIZE, NONE, "detected",
 			    "L2 cache size (per core) to assume, overriding detection"},
-	[HZ_OPT_L3_SIZE] = {"L3_SIZE", HZ_OPT_SIZE, "detected",
+	[HZ_OPT_L3_SIZE] = {"L3_SIZE", HZ_OPT_SIZE, NONE, "detected",
 			    "L3 cache size (per core complex) to assume, overriding detection"},
-	[HZ_OPT_DIRTY_MAX] = {"DIRTY_MAX", HZ_OPT_SIZE, "256M",
+	[HZ_OPT_DIRTY_MAX] = {"DIRTY_MAX", HZ_OPT_SIZE, SIZE((uint64_t)256 << 20), NULL,
 			      "free dirty memory an arena keeps for reuse before it releases whole 2 MiB blocks"},
-	[HZ_OPT_DIRTY_DECAY_MS] = {"DIRTY_DECAY_MS", HZ_OPT_UINT, "10000",
+	[HZ_OPT_DIRTY_DECAY_MS] = {"DIRTY_DECAY_MS", HZ_OPT_UINT, SIZE(10000), NULL,
 				   "free dirty memory older than this is released at the next free; 0 releases at once"},
-	[HZ_OPT_LARGE_MIN] = {"LARGE_MIN", HZ_OPT_SIZE, "1M",
+	[HZ_OPT_LARGE_MIN] = {"LARGE_MIN", HZ_OPT_SIZE, SIZE((uint64_t)1 << 20), NULL,
 			      "blocks from this size up (at least 16K) live in the hugepage arenas; smaller ones in jemalloc"},
-	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, "1",
+	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, NUM(1), NULL,
 			"0 does not ask for transparent huge pages (MADV_HUGEPAGE) for the arenas' memory"},
-	[HZ_OPT_HUGETLB] = {"HUGETLB", HZ_OPT_BOOL, "0",
+	[HZ_OPT_HUGETLB] = {"HUGETLB", HZ_OPT_BOOL, NUM(0), NULL,
 			    "1 takes 64 MiB chunks from the hugetlb pool (MAP_HUGETLB) while it has 32 free pages; counted fallback to THP"},
-	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, "clear",
+	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, NAME("clear"), NULL,
 				 "how calloc zeroes recycled dirty pages: clear (in place, hinted) or release (MADV_DONTNEED, refault)"},
-	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, "(none)",
+	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, NONE, "(none)",
 			  "write the counters at exit to stderr, or to this path (%p: the pid; else .PID appended), mode 0600, no symlinks"},
-	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, "text",
+	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, NAME("text"), NULL,
 				 "the report's format: text, json or prometheus (text exposition format)"},
-	[HZ_OPT_STATS_INTERVAL_MS] = {"STATS_INTERVAL_MS", HZ_OPT_UINT, "0",
+	[HZ_OPT_STATS_INTERVAL_MS] = {"STATS_INTERVAL_MS", HZ_OPT_UINT, SIZE(0), NULL,
 				      "also rewrite the report every this many ms, from a thread started only then"},
-	[HZ_OPT_AB] = {"AB", HZ_OPT_NAME, "(off)",
+	[HZ_OPT_AB] = {"AB", HZ_OPT_NAME, NONE, "(off)",
 		       "A/B arms: this fraction (0 to 1) of eligible calls goes to arm A (glibc's way), the rest to arm B (hugezero's)"},
-	[HZ_OPT_AB_SEED] = {"AB_SEED", HZ_OPT_UINT, "(time)",
+	[HZ_OPT_AB_SEED] = {"AB_SEED", HZ_OPT_UINT, NONE, "(time)",
 			    "seed of the arms' random assignment"},
-	[HZ_OPT_AB_MIN] = {"AB_MIN", HZ_OPT_SIZE, "64K",
+	[HZ_OPT_AB_MIN] = {"AB_MIN", HZ_OPT_SIZE, SIZE((uint64_t)64 << 10), NULL,
 			   "memset and arena calloc calls from this size (above 16K) take part in the arms"},
-	[HZ_OPT_CALLSITES] = {"CALLSITES", HZ_OPT_UINT, "0",
+	[HZ_OPT_CALLSITES] = {"CALLSITES", HZ_OPT_UINT, SIZE(0), NULL,
 			      "sample the stack of 1 in this many large memset and calloc calls (libunwind); 0: off"},
 };
 
-struct hz_option_value hz_option_values[HZ_OPT_COUNT];
+static struct hz_option_value values[HZ_OPT_COUNT];
+static int loaded;
 
-void hz_log(const char *a, const char *b, const char *c)
+const struct hz_option_value *hz_option(enum hz_option o)
 {
-	const char *parts[] = {"hugezero: ", a, b, c, "\n"};
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-		if (parts[i] && write(2, parts[i], strlen(parts[i])) < 0)
-			return;
+	return loaded ? &values[o] : &hz_options[o].def;
 }
 
 int hz_parse_size(const char *s, size_t *out)
@@ -117,39 +122,139 @@ static int parse_bool(const char *s, int allow_auto, int *out)
 	return -1;
 }
 
+/* s as a value of option o into v; 0, or -1 when it is not one. */
+static int parse(enum hz_option o, const char *s, struct hz_option_value *v)
+{
+	size_t n;
+	switch (hz_options[o].type) {
+	case HZ_OPT_BOOL:
+		return parse_bool(s, 0, &v->num);
+	case HZ_OPT_AUTO_BOOL:
+		return parse_bool(s, 1, &v->num);
+	case HZ_OPT_UINT:
+		if (s[strspn(s, "0123456789")])
+			return -1; /* digits only, then read as a size */
+		__attribute__((fallthrough));
+	case HZ_OPT_SIZE:
+		if (hz_parse_size(s, &n))
+			return -1;
+		v->size = n;
+		return 0;
+	case HZ_OPT_NAME:
+		v->str = s;
+		return 0;
+	}
+	return -1;
+}
+
 int hz_options_load(void)
 {
 	int bad = 0;
-	/* The environment of a setuid program belongs to another user. */
-	if (getauxval(AT_SECURE))
-		return 0;
 	for (int i = 0; i < HZ_OPT_COUNT; i++) {
 		char name[64] = "HUGEZERO_";
 		size_t len = strlen(hz_options[i].name);
 		memcpy(name + 9, hz_options[i].name, len + 1);
-		const char *s = getenv(name);
-		struct hz_option_value *v = &hz_option_values[i];
-		if (!s || !*s)
-			continue;
-		int rc = 0;
-		switch (hz_options[i].type) {
-		case HZ_OPT_BOOL: rc = parse_bool(s, 0, &v->num); break;
-		case HZ_OPT_AUTO_BOOL: rc = parse_bool(s, 1, &v->num); break;
-		case HZ_OPT_SIZE:
-			rc = hz_parse_size(s, &v->size);
-			break;
-		case HZ_OPT_UINT:
-			rc = (*s < '0' || *s > '9' || s[strspn(s, "0123456789")]) ? -1
-										  : hz_parse_size(s, &v->size);
-			break;
-		case HZ_OPT_NAME: v->str = s; break;
-		}
-		if (rc) {
-			hz_log("ignoring invalid ", name, "");
+		const char *s = hz_os_getenv(name);
+		struct hz_option_value v = hz_options[i].def;
+		if (s && *s && parse((enum hz_option)i, s, &v)) {
+			hz_os_log("ignoring invalid ", name, NULL);
 			bad++;
-			continue;
+			v = hz_options[i].def;
+		} else if (s && *s) {
+			v.given = 1;
 		}
-		v->set = 1;
+		values[i] = v;
 	}
+	__atomic_store_n(&loaded, 1, __ATOMIC_RELEASE);
 	return bad;
+}
+
+const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap)
+{
+	const struct hz_option_desc *d = &hz_options[o];
+	uint64_t v = d->def.size;
+	if (d->shown)
+		return d->shown;
+	switch (d->type) {
+	case HZ_OPT_AUTO_BOOL:
+		if (d->def.num < 0)
+			return "auto";
+		__attribute__((fallthrough));
+	case HZ_OPT_BOOL:
+		snprintf(buf, cap, "%d", d->def.num);
+		break;
+	case HZ_OPT_SIZE: {
+		static const char units[] = "\0KMG";
+		int u = 0;
+		while (u < 3 && v && !(v & 1023))
+			v >>= 10, u++;
+		snprintf(buf, cap, "%llu%.1s", (unsigned long long)v, &units[u]);
+		break;
+	}
+	case HZ_OPT_UINT:
+		snprintf(buf, cap, "%llu", (unsigned long long)v);
+		break;
+	case HZ_OPT_NAME:
+		snprintf(buf, cap, "%s", d->def.str ? d->def.str : "");
+		break;
+	}
+	return buf;
+}
+
+void hz_options_engine(struct hz_engine_cfg *cfg)
+{
+	const struct hz_option_value *v = values;
+	if (!loaded)
+		hz_options_load();
+	*cfg = (struct hz_engine_cfg){
+		.policy = {
+			.medium_threshold = v[HZ_OPT_MEDIUM_THRESHOLD].size,
+			.nt_threshold = v[HZ_OPT_NT_THRESHOLD].size,
+			.use_streaming = v[HZ_OPT_STREAMING].num,
+			.use_clzero = v[HZ_OPT_CLZERO].num,
+			.force = v[HZ_OPT_KERNEL].str,
+			.small = v[HZ_OPT_KERNEL_SMALL].str,
+			.medium = v[HZ_OPT_KERNEL_MEDIUM].str,
+			.large = v[HZ_OPT_KERNEL_LARGE].str,
+			.near = v[HZ_OPT_KERNEL_NEAR].str,
+		},
+		.l2_size = v[HZ_OPT_L2_SIZE].size,
+		.l3_size = v[HZ_OPT_L3_SIZE].size,
+		.front = v[HZ_OPT_FRONT].str,
+	};
+}
+
+void hz_options_large(struct hz_large_cfg *cfg, size_t *large_min)
+{
+	const struct hz_option_value *v = values;
+	if (!loaded)
+		hz_options_load();
+	*large_min = v[HZ_OPT_LARGE_MIN].size;
+	if (*large_min < HZ_JE_LARGE_MIN) {
+		hz_os_log("ignoring HUGEZERO_LARGE_MIN below 16K", NULL, NULL);
+		*large_min = hz_options[HZ_OPT_LARGE_MIN].def.size;
+	}
+	const char *dirty = v[HZ_OPT_CALLOC_DIRTY].str;
+	if (strcmp(dirty, "clear") && strcmp(dirty, "release"))
+		hz_os_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ", dirty, NULL);
+	*cfg = (struct hz_large_cfg){
+		.dirty_max = v[HZ_OPT_DIRTY_MAX].size,
+		.dirty_decay_ms = v[HZ_OPT_DIRTY_DECAY_MS].size,
+		.thp = v[HZ_OPT_THP].num,
+		.hugetlb = v[HZ_OPT_HUGETLB].num,
+		.calloc_release = !strcmp(dirty, "release"),
+	};
+}
+
+void hz_options_setup(void)
+{
+	struct hz_engine_cfg engine;
+	struct hz_large_cfg large;
+	size_t large_min;
+	hz_os_init();
+	hz_options_load();
+	hz_options_engine(&engine);
+	hz_engine_setup(&engine);
+	hz_options_large(&large, &large_min);
+	hz_large_setup(&large);
 }

@@ -1,9 +1,15 @@
 /* The library's configuration: one table of HUGEZERO_* environment
- * variables, read once at initialisation (never in setuid programs). */
+ * variables, each with its type, its default and a line of documentation
+ * (the README's reference and scripts' are generated from it), read once
+ * at start; never in setuid programs. Every default is stated here and
+ * only here: the rooms below are configured from hz_option(). */
 #ifndef HZ_OPTIONS_H
 #define HZ_OPTIONS_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/common.h"
 
 enum hz_option {
 	HZ_OPT_VERBOSE,
@@ -36,33 +42,60 @@ enum hz_option {
 	HZ_OPT_COUNT
 };
 
-enum hz_option_type { HZ_OPT_BOOL, HZ_OPT_AUTO_BOOL, HZ_OPT_SIZE, HZ_OPT_UINT, HZ_OPT_NAME };
+enum hz_option_type {
+	HZ_OPT_BOOL,      /* 0 or 1 (also off/on, no/yes, false/true) */
+	HZ_OPT_AUTO_BOOL, /* auto (-1), 0 or 1 */
+	HZ_OPT_SIZE,      /* bytes: digits and an optional K, M or G */
+	HZ_OPT_UINT,      /* digits */
+	HZ_OPT_NAME,      /* a word, as given */
+};
+
+/* An option's value: the table's default until the environment gives a
+ * valid one. */
+struct hz_option_value {
+	int given;       /* from the environment */
+	int num;         /* BOOL, AUTO_BOOL */
+	uint64_t size;   /* SIZE, UINT */
+	const char *str; /* NAME (into the environment or the table); NULL: none */
+};
 
 struct hz_option_desc {
 	const char *name; /* without the HUGEZERO_ prefix */
 	enum hz_option_type type;
-	const char *def;  /* default, as documented */
-	const char *doc;  /* one line */
+	struct hz_option_value def;
+	/* How the reference shows a default the library derives at run time
+	 * (def is then 0 or NULL: "L2", "detected", "(policy)"); NULL: the
+	 * default value itself. */
+	const char *shown;
+	const char *doc; /* one line */
 };
 
-struct hz_option_value {
-	int set;          /* given in the environment and valid */
-	int num;          /* bool (0/1), auto bool (-1: auto, 0, 1) */
-	size_t size;      /* HZ_OPT_SIZE, in bytes; HZ_OPT_UINT */
-	const char *str;  /* HZ_OPT_NAME: points into the environment */
-};
+HZ_HIDDEN extern const struct hz_option_desc hz_options[HZ_OPT_COUNT];
 
-__attribute__((visibility("hidden"))) extern const struct hz_option_desc hz_options[HZ_OPT_COUNT];
-__attribute__((visibility("hidden"))) extern struct hz_option_value hz_option_values[HZ_OPT_COUNT];
+/* The option's value: what the environment gave, or the default. */
+HZ_HIDDEN const struct hz_option_value *hz_option(enum hz_option o);
+/* Reads every option from the environment (without allocating); names
+ * invalid values on stderr and keeps their defaults. Returns the number
+ * of invalid values. */
+HZ_HIDDEN int hz_options_load(void);
+/* Parses a size: digits with an optional K, M or G suffix (powers of 1024,
+ * "KiB" and "KB" accepted). 0 and the value in *out, or -1 on bad syntax
+ * or overflow. */
+HZ_HIDDEN int hz_parse_size(const char *s, size_t *out);
+/* The default as the reference shows it, into buf. */
+HZ_HIDDEN const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
 
-/* Reads every option from the environment via getenv (which does not
- * allocate); reports invalid values on stderr and leaves them unset.
- * Returns the number of invalid values. */
-__attribute__((visibility("hidden"))) int hz_options_load(void);
-/* Parses a size: digits with an optional K, M or G suffix (powers of 1024).
- * Returns 0 and stores it, or -1 on bad syntax or overflow. */
-__attribute__((visibility("hidden"))) int hz_parse_size(const char *s, size_t *out);
-/* Writes a message to stderr without allocating. */
-__attribute__((visibility("hidden"))) void hz_log(const char *a, const char *b, const char *c);
+/* Rooms' configurations from the options (the constructor's, and the
+ * unit tests'). */
+struct hz_engine_cfg;
+struct hz_large_cfg;
+HZ_HIDDEN void hz_options_engine(struct hz_engine_cfg *cfg);
+/* The arenas', and from which size blocks go to them (*large_min); a bad
+ * value is named on stderr and its default used. */
+HZ_HIDDEN void hz_options_large(struct hz_large_cfg *cfg, size_t *large_min);
+/* The OS primitives, the engine and the arenas started from the options
+ * as the library starts them, for programs that link the rooms without
+ * the library: the unit tests and the benchmarks. */
+HZ_HIDDEN void hz_options_setup(void);
 
 #endif

@@ -10,7 +10,7 @@ size_t hz_zva_block;
 void hz_cpu_detect(struct hz_cpu *cpu)
 {
 	strcpy(cpu->vendor, "arm64");
-	memset(&cpu->cpuid, 0, sizeof cpu->cpuid);
+	cpu->cpuid = (struct hz_cache_sizes){{0}};
 	size_t zva = hz_zva_decode(hz_read_dczid());
 	/* Blocks outside 16 B..2 KiB would break the kernel's assumptions. */
 	if (zva < 16 || zva > 2048)

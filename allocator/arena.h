@@ -1,0 +1,93 @@
+/* Arenas: each a lock, the chunks it owns, its cache of free huge blocks
+ * and its counters. A thread keeps to one arena, so threads allocating at
+ * once are not serialised on one lock. Blocks up to HZ_LARGE_MAX are page
+ * runs in the arena's chunks (chunk.h); larger ones huge blocks (huge.h).
+ * Lock order everywhere: an arena, then the descriptor pool, then the
+ * registry. */
+#ifndef HZ_ARENA_H
+#define HZ_ARENA_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/common.h"
+#include "chunk.h"
+#include "prim.h"
+
+#pragma GCC visibility push(hidden)
+
+#define HZ_ARENAS 4
+#define HZ_ARENA_CHUNKS 256 /* 16 GiB of chunks an arena */
+/* The largest block a chunk serves; larger ones are huge blocks. */
+#define HZ_LARGE_MAX (HZ_CHUNK_SIZE / 2)
+
+struct hz_huge;
+
+struct hz_arena {
+	pthread_mutex_t lock;
+	unsigned nchunks;
+	struct hz_chunk *chunks[HZ_ARENA_CHUNKS];
+	size_t allocated, known_zero;
+	struct hz_huge *cache; /* free huge blocks, most recently freed first */
+	size_t cached;         /* their mapped bytes */
+	uint64_t dirty_since;  /* when free dirty memory last appeared; 0: none */
+	uint64_t frees;        /* a clock: blocks and chunks remember it when freed */
+	/* Counters. */
+	size_t purged;
+	uint64_t purges, purge_ranges, purge_syscalls, purge_fallbacks;
+	uint64_t nalloc, ncalloc, calloc_bytes, nfree;
+	uint64_t hugetlb_chunks, hugetlb_fallbacks;
+};
+
+extern struct hz_arena hz_arenas[HZ_ARENAS];
+/* Whether chunks come from the hugetlb pool (MAP_HUGETLB) when it can give
+ * them; otherwise, and for huge blocks, transparent huge pages. Set once
+ * by hz_large_setup. */
+extern int hz_hugetlb;
+
+/* The calling thread's arena. */
+struct hz_arena *hz_arena_of_thread(void);
+static inline struct hz_arena *hz_arena_of_chunk(const struct hz_chunk *c)
+{
+	return &hz_arenas[c->owner];
+}
+
+/* A block handed out (lock held): counted, with zero set as calloc's. */
+void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, int zero);
+/* One batched release of bytes, counted (lock held); returns bytes. */
+size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes);
+
+/* ---- blocks in chunks (arena.c) ---- */
+
+/* A run of npages pages in the calling thread's arena, a new chunk mapped
+ * when none has room; with zero set its bytes read as zero, cleared only
+ * where pages were dirty, outside the lock. NULL when memory is out. */
+void *hz_arena_alloc(size_t npages, int zero);
+/* The length in bytes of the live block at p in chunk c, or 0. */
+size_t hz_arena_usable(struct hz_chunk *c, const void *p);
+/* Frees the live block at p in chunk c: 0, or -1 when p is not one. */
+int hz_arena_free(struct hz_chunk *c, void *p);
+/* Resizes the live block at p in chunk c (old bytes) to size bytes in
+ * place: 0, or -1 when the pages after it are not free. */
+int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
+
+/* ---- the dirty budget (purge.c) ---- */
+
+/* Free dirty memory an arena keeps for reuse (chunk pages and cached huge
+ * blocks alike), and how long. Set once by hz_large_setup. */
+extern size_t hz_dirty_max;
+extern uint64_t hz_dirty_decay_ns;
+/* The arena's free dirty bytes (lock held). */
+size_t hz_arena_dirty(const struct hz_arena *a);
+/* After a free (lock held): over hz_dirty_max, or kept longer than
+ * hz_dirty_decay_ns, free dirty memory goes back to the kernel, least
+ * recently freed first. */
+void hz_arena_bound(struct hz_arena *a);
+/* Releases all the arena's free dirty memory, partial huge pages included,
+ * and unmaps every cached huge block (lock held); returns the bytes. */
+size_t hz_arena_trim(struct hz_arena *a);
+
+#pragma GCC visibility pop
+
+#endif

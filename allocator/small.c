@@ -1,0 +1,62 @@
+/* The embedded jemalloc's glue (small.h); linked where jemalloc is, in
+ * libhugezero.so and libhugezero.a. */
+#include <stdint.h>
+
+#include "../obs/counters.h"
+#include "small.h"
+
+size_t hz_large_min;
+
+void *hz_small_calloc(size_t size, int flags)
+{
+	void *p = flags ? hz_je_mallocx(size, flags) : hz_je_malloc(size);
+	/* The whole block, as jemalloc's calloc leaves it: a later in-place
+	 * rallocx or xallocx with MALLOCX_ZERO relies on that. */
+	return p ? hz_zero_hinted_counted(p, hz_je_sallocx(p, 0), p) : NULL;
+}
+
+static void refresh(void)
+{
+	uint64_t epoch = 1;
+	size_t sz = sizeof epoch;
+	hz_je_mallctl("epoch", &epoch, &sz, &epoch, sz);
+}
+
+static size_t get_size(const char *name)
+{
+	size_t v = 0, sz = sizeof v;
+	hz_je_mallctl(name, &v, &sz, NULL, 0);
+	return v;
+}
+
+void hz_small_totals(struct hz_small_totals *t)
+{
+	refresh();
+	t->in_use = get_size("stats.allocated");
+	t->mapped = get_size("stats.mapped");
+}
+
+void hz_small_counters(hz_counter_fn fn, void *arg)
+{
+	static const char *const names[][2] = {
+		{"malloc.small.calls", "stats.arenas." HZ_JE_ARENAS_ALL ".small.nmalloc"},
+		{"malloc.small.frees", "stats.arenas." HZ_JE_ARENAS_ALL ".small.ndalloc"},
+		{"malloc.small.large_calls", "stats.arenas." HZ_JE_ARENAS_ALL ".large.nmalloc"},
+		{"malloc.small.large_frees", "stats.arenas." HZ_JE_ARENAS_ALL ".large.ndalloc"},
+	};
+	struct hz_small_totals t;
+	hz_small_totals(&t);
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		uint64_t v = 0;
+		size_t sz = sizeof v;
+		hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
+		fn(arg, names[i][0], v, 0);
+	}
+	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);
+	fn(arg, "malloc.small.mapped_bytes", t.mapped, 1);
+}
+
+void hz_small_trim(void)
+{
+	hz_je_mallctl("arena." HZ_JE_ARENAS_ALL ".purge", NULL, NULL, NULL, 0);
+}

@@ -1,0 +1,43 @@
+/* Call sites of large clears: one large memset or arena calloc in N, per
+ * thread, has its stack taken (a backtrace function handed to setup:
+ * libunwind's, which the library opens privately in libhugezero.so) and
+ * counted in a fixed-size table keyed by the stack; the report lists the
+ * top sites by bytes, symbolised. A sample is dropped, never waited for,
+ * when the table is busy or the thread is already sampling, so sampling
+ * cannot deadlock, and anything the backtrace function allocates
+ * meanwhile is not sampled again. */
+#ifndef HZ_CALLSITES_H
+#define HZ_CALLSITES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/common.h"
+
+/* 1 once hz_callsites_setup took effect. */
+HZ_HIDDEN extern int hz_callsites_on;
+
+typedef int (*hz_backtrace_fn)(void **ips, int max);
+/* Samples 1 in period calls (period >= 1) with backtrace. At
+ * initialisation, before threads are made. */
+HZ_HIDDEN void hz_callsites_setup(unsigned period, hz_backtrace_fn backtrace);
+/* Counts down this thread's calls; takes a sample every period-th. */
+HZ_HIDDEN HZ_NOINLINE void hz_callsite(size_t bytes);
+
+#define HZ_SITE_FRAMES 16
+/* One site as the report sees it: frames already symbolised. */
+struct hz_site_frame {
+	const char *function;  /* NULL when the module has no symbol there */
+	uintptr_t offset;      /* from the function, or from the module */
+	const char *module;
+	uintptr_t module_offset; /* for addr2line */
+	char build_id[41];
+};
+typedef void (*hz_site_fn)(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
+			   const struct hz_site_frame *frames, int nframes);
+/* The top `max` sites by bytes, the library's own frames left out; the
+ * estimated totals are the sampled ones times the period, which *period
+ * receives. */
+HZ_HIDDEN void hz_callsites_each(hz_site_fn fn, void *arg, unsigned max, unsigned *period);
+
+#endif

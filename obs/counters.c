@@ -1,0 +1,129 @@
+/* The counters (counters.h): per-thread blocks, linked, folded at thread
+ * exit and reset in a forked child; the engine's per-kernel figures. */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "counters.h"
+
+HZ_TLS struct hz_tstats hz_tstats;
+const char *const hz_op_names[HZ_OPS] = {"malloc", "calloc", "realloc", "free", "memset"};
+struct hz_engine_counts hz_engine_counts;
+
+static pthread_mutex_t tstats_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hz_tstats *tstats_list; /* live threads' blocks */
+static struct hz_tstats tstats_gone;  /* threads that exited */
+static pthread_key_t tstats_key;
+static int tstats_key_ok;
+
+static void add(struct hz_tstats *to, const struct hz_tstats *from)
+{
+	for (int o = 0; o < HZ_OPS; o++)
+		for (int k = 0; k < HZ_CLASSES; k++) {
+			to->calls[o][k] += from->calls[o][k];
+			to->bytes[o][k] += from->bytes[o][k];
+		}
+}
+
+static void unlink_locked(struct hz_tstats *t)
+{
+	for (struct hz_tstats **pp = &tstats_list; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+}
+
+/* Thread exit (a key destructor, while the thread's TLS is still there):
+ * its counts go to the totals, its block leaves the list for good. */
+static void tstats_exit(void *arg)
+{
+	struct hz_tstats *t = arg;
+	pthread_mutex_lock(&tstats_lock);
+	unlink_locked(t);
+	add(&tstats_gone, t);
+	t->state = 2;
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+/* Never waits: counting may happen in a signal handler that interrupted
+ * this very function or a report. When the lock is busy the block stays
+ * unlinked for now and keeps counting; a later count links it. */
+void hz_tstats_link(struct hz_tstats *t)
+{
+	if (pthread_mutex_trylock(&tstats_lock))
+		return;
+	if (!t->state) {
+		t->next = tstats_list;
+		tstats_list = t;
+		t->state = 1;
+	}
+	pthread_mutex_unlock(&tstats_lock);
+	/* The key exists from setup on; a thread that counted before it (the
+	 * main thread) is summed until exit anyway. */
+	if (tstats_key_ok)
+		pthread_setspecific(tstats_key, t);
+}
+
+void hz_tstats_sum(struct hz_tstats *out)
+{
+	hz_fill_policy(out, 0, sizeof *out);
+	pthread_mutex_lock(&tstats_lock);
+	add(out, &tstats_gone);
+	for (struct hz_tstats *t = tstats_list; t; t = t->next)
+		add(out, t);
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+/* fork: the lock is taken around it; the child counts from zero (the
+ * engine's counters too), with only its own thread's block. */
+static void counters_prepare(void)
+{
+	pthread_mutex_lock(&tstats_lock);
+}
+
+static void counters_parent(void)
+{
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+static void counters_child(void)
+{
+	struct hz_tstats *me = &hz_tstats;
+	hz_fill_policy(&hz_engine_counts, 0, sizeof hz_engine_counts);
+	hz_fill_policy(&tstats_gone, 0, sizeof tstats_gone);
+	tstats_list = NULL;
+	int linked = me->state == 1;
+	hz_fill_policy(me, 0, sizeof *me);
+	if (linked) {
+		me->state = 1;
+		tstats_list = me;
+	}
+	pthread_mutex_unlock(&tstats_lock);
+}
+
+void hz_counters_setup(void)
+{
+	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
+	pthread_atfork(counters_prepare, counters_parent, counters_child);
+}
+
+static uint64_t load(const uint64_t *v)
+{
+	return __atomic_load_n(v, __ATOMIC_RELAXED);
+}
+
+void hz_engine_counters(hz_counter_fn fn, void *arg)
+{
+	const struct hz_engine_counts *r = &hz_engine_counts;
+	fn(arg, "memset.large.calls", load(&r->memset_large_calls), 0);
+	fn(arg, "memset.large.bytes", load(&r->memset_large_bytes), 0);
+	fn(arg, "memset_chk.calls", load(&r->memset_chk_calls), 0);
+	fn(arg, "hinted.calls", load(&r->hinted_calls), 0);
+	for (unsigned i = 0; i < hz_nkernels; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "kernel.%s.calls", hz_kernels[i].name);
+		fn(arg, name, load(&r->calls[i]), 0);
+		snprintf(name, sizeof name, "kernel.%s.bytes", hz_kernels[i].name);
+		fn(arg, name, load(&r->bytes[i]), 0);
+	}
+}

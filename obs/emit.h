@@ -1,0 +1,48 @@
+/* The report's formats: one emitter each (text, JSON, Prometheus text
+ * exposition) behind one interface, writing through a stack buffer that
+ * report.c flushes with write(2). Nothing here allocates. */
+#ifndef HZ_EMIT_H
+#define HZ_EMIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../arch/common.h"
+#include "counters.h"
+
+struct hz_emitter;
+
+struct hz_out {
+	const struct hz_emitter *e;
+	int fd, error;
+	unsigned n; /* items written so far in the current list (JSON commas) */
+	size_t len;
+	char buf[2048];
+};
+
+/* Appends printf-style text (one piece of at most 1023 bytes). */
+HZ_HIDDEN void hz_out_put(struct hz_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Appends s as a quoted string, quotes and backslashes escaped, cut to
+ * 196 bytes. */
+HZ_HIDDEN void hz_out_str(struct hz_out *o, const char *s);
+/* Writes what is buffered; sets o->error when a write fails. */
+HZ_HIDDEN void hz_out_flush(struct hz_out *o);
+
+/* A report is begin, one counter call per figure (obs.h), classes, then
+ * ab when the arms ran and callsites when stacks were sampled, then end. */
+struct hz_emitter {
+	const char *name;
+	void (*begin)(struct hz_out *o);
+	void (*counter)(struct hz_out *o, const char *name, uint64_t value, int gauge);
+	void (*classes)(struct hz_out *o, const struct hz_tstats *t);
+	void (*ab)(struct hz_out *o);
+	void (*callsites)(struct hz_out *o);
+	void (*end)(struct hz_out *o);
+};
+HZ_HIDDEN extern const struct hz_emitter hz_emit_text, hz_emit_json, hz_emit_prom;
+
+/* The Prometheus name of a figure: hugezero_ and the name, dots as
+ * underscores, a running total ending in _total. */
+HZ_HIDDEN void hz_prom_name(char *out, size_t size, const char *name, int gauge);
+
+#endif

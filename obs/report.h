@@ -1,0 +1,32 @@
+/* The report: every figure (obs.h), the size classes, the arms and the
+ * call sites, in one format (emit.h), to stderr or to a private file per
+ * process. One report is written at a time (the interval thread,
+ * hz_report_dump, the exit), and the one at exit is the last. */
+#ifndef HZ_REPORT_H
+#define HZ_REPORT_H
+
+#include <stdint.h>
+
+#include "../arch/common.h"
+
+/* What hz_report_setup could not do (and left out). */
+enum {
+	HZ_REPORT_BAD_FORMAT = 1, /* an unknown format: text is used */
+	HZ_REPORT_NO_CWD = 2,     /* a relative path and no current directory: no report */
+	HZ_REPORT_TOO_LONG = 4,   /* the path is too long: no report */
+	HZ_REPORT_NO_THREAD = 8,  /* the interval's thread could not start */
+};
+/* Writes the report at exit to path ("stderr", or a file: "%p" in it
+ * becomes the pid, the first one only, otherwise ".PID" is appended, so
+ * each process of a forking server writes its own; a relative path is
+ * taken from the current directory now, since servers change directory
+ * and overwrite their environment), in format (NULL: text), and every
+ * interval_ms from a thread started only then (0: never). At
+ * initialisation. Returns the HZ_REPORT_* bits of what it could not do. */
+HZ_HIDDEN int hz_report_setup(const char *path, const char *format, uint64_t interval_ms);
+/* Writes the report now: to path (NULL: the one set up, else stderr), in
+ * format (NULL: the one set up). 0, or -1 with errno (EINVAL for an
+ * unknown format). */
+HZ_HIDDEN int hz_report_dump(const char *path, const char *format);
+
+#endif

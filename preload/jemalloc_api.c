@@ -1,0 +1,132 @@
+/* jemalloc's extended API, routed by owner. Programs built for jemalloc
+ * (Debian's redis-server) call these on pointers they got from malloc:
+ * each reaches whoever owns the pointer. Large requests with no alignment
+ * above a page and no explicit jemalloc arena go to the hugepage arenas,
+ * as malloc's do; the rest to the embedded jemalloc, flags and all. */
+#include <malloc.h>
+#include <stdlib.h>
+
+#include "../allocator/large.h"
+#include "../allocator/small.h"
+#include "../obs/counters.h"
+#include "preload.h"
+
+static int route_large(size_t size, int flags)
+{
+	return hz_route_large(size) && HZ_JE_ALIGN_OF(flags) <= HZ_PAGE && !(flags & HZ_JE_ARENA_MASK);
+}
+
+HZ_EXPORT void *mallocx(size_t size, int flags)
+{
+	if (hz_unlikely(!hz_allocator_started))
+		hz_allocator_start();
+	if (hz_unlikely(hz_mode_off))
+		return hz_off_mallocx(size, flags);
+	if (route_large(size, flags))
+		return hz_large_alloc(size, flags & HZ_JE_ZERO);
+	if ((flags & HZ_JE_ZERO) && hz_small_clears(size))
+		return hz_small_calloc(size, flags & ~HZ_JE_ZERO);
+	return hz_je_mallocx(size, flags);
+}
+
+HZ_EXPORT size_t nallocx(size_t size, int flags)
+{
+	if (hz_unlikely(!hz_allocator_started))
+		hz_allocator_start();
+	if (hz_unlikely(hz_mode_off))
+		return size; /* glibc gives at least that */
+	if (route_large(size, flags))
+		return hz_large_good_size(size);
+	return hz_je_nallocx(size, flags);
+}
+
+HZ_EXPORT size_t sallocx(const void *p, int flags)
+{
+	(void)flags;
+	return malloc_usable_size((void *)p);
+}
+
+/* The arenas' blocks, and every block in off mode, go back as free takes
+ * them (its counting, errno and bad-pointer checks); jemalloc's with
+ * their flags. */
+HZ_EXPORT void dallocx(void *p, int flags)
+{
+	if (hz_unlikely(hz_mode_off | hz_large_owns(p))) {
+		free(p);
+		return;
+	}
+	hz_count_free();
+	hz_je_dallocx(p, flags);
+}
+
+HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
+{
+	if (hz_unlikely(hz_mode_off | hz_large_owns(p))) {
+		free(p);
+		return;
+	}
+	hz_count_free();
+	hz_je_sdallocx(p, size, flags);
+}
+
+/* Moves the block when needed; with MALLOCX_ZERO the bytes past the old
+ * size read as zero. NULL (p untouched) when memory is exhausted. */
+HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
+{
+	if (hz_unlikely(hz_mode_off))
+		return hz_off_rallocx(p, size, flags);
+	int mine = hz_large_owns(p);
+	size_t old = mine ? hz_large_usable(p) : 0;
+	if (mine && !old)
+		hz_bad_pointer("rallocx(): invalid pointer");
+	int large = route_large(size, flags);
+	if (mine && large && !(flags & HZ_JE_ZERO))
+		return hz_large_realloc(p, size);
+	if (!mine && !large)
+		return hz_je_rallocx(p, size, flags);
+	/* Between owners, or zeroing: a new block, the bytes copied. */
+	return hz_moved(mallocx(size, flags), p, mine ? old : hz_je_sallocx(p, 0), size);
+}
+
+/* Resizes in place only, to at least size and at most size + extra bytes
+ * where it can; returns the usable size after. */
+HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	if (hz_unlikely(hz_mode_off))
+		return malloc_usable_size(p);
+	if (hz_unlikely(hz_large_owns(p))) {
+		size_t old = hz_large_usable(p);
+		size_t want = size + extra < size ? SIZE_MAX : size + extra;
+		if (hz_large_resize(p, want) < size && want != size)
+			hz_large_resize(p, size);
+		size_t now = hz_large_usable(p);
+		if ((flags & HZ_JE_ZERO) && now > old) /* the pages it grew into */
+			hz_fill_counted((char *)p + old, 0, now - old);
+		return now;
+	}
+	return hz_je_xallocx(p, size, extra, flags);
+}
+
+/* jemalloc's control and statistics interface: the embedded jemalloc's
+ * (small blocks); the arenas report through malloc_stats and mallinfo2. */
+HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
+{
+	return hz_je_mallctl(name, oldp, oldlenp, newp, newlen);
+}
+
+HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)
+{
+	return hz_je_mallctlnametomib(name, mibp, miblenp);
+}
+
+HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
+			   void *newp, size_t newlen)
+{
+	return hz_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
+}
+
+HZ_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
+				  const char *opts)
+{
+	hz_je_malloc_stats_print(write_cb, cbopaque, opts);
+}

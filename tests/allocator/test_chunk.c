@@ -1,0 +1,281 @@
+/* One hugepage chunk: page runs, the known-zero state calloc relies on,
+ * and purges that release only whole free 2 MiB blocks. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../allocator/chunk.h"
+#include "../util/fillcheck.h"
+
+static struct hz_chunk *new_chunk(void)
+{
+	struct hz_chunk *c = malloc(sizeof *c);
+	cr_assert_not_null(c);
+	cr_assert_eq(hz_chunk_init(c, 0), 0);
+	cr_assert_eq((uintptr_t)c->base % HZ_CHUNK_SIZE, 0);
+	return c;
+}
+
+static void done(struct hz_chunk *c)
+{
+	hz_chunk_destroy(c);
+	free(c);
+}
+
+Test(chunk, runs_coalesce_and_bad_pointers)
+{
+	struct hz_chunk *c = new_chunk();
+	unsigned char *a = hz_chunk_alloc(c, 10), *b = hz_chunk_alloc(c, 20), *d = hz_chunk_alloc(c, 5);
+	cr_assert(a && b && d);
+	cr_assert_eq(b, a + 10 * HZ_PAGE, "first fit");
+	cr_assert_eq(d, b + 20 * HZ_PAGE);
+	cr_assert_eq(hz_chunk_block_pages(c, b), 20);
+	cr_assert_eq(hz_chunk_block_pages(c, b + HZ_PAGE), 0, "interior pointer");
+	cr_assert_eq(hz_chunk_block_pages(c, b + 1), 0, "unaligned pointer");
+	cr_assert_eq(hz_chunk_block_pages(c, c->base + HZ_CHUNK_SIZE), 0, "past the chunk");
+	cr_assert_eq(hz_chunk_block_pages(c, (unsigned char *)c->base - HZ_PAGE), 0, "before it");
+	cr_assert_eq(hz_chunk_free(c, a), 10);
+	cr_assert_eq(hz_chunk_free(c, a), 0, "double free must be refused");
+	cr_assert_eq(hz_chunk_free(c, b), 20);
+	/* a and b coalesced: 30 pages fit before d. */
+	cr_assert_eq(hz_chunk_alloc(c, 30), a);
+	cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - 35);
+	cr_assert_null(hz_chunk_alloc(c, HZ_CHUNK_PAGES), "larger than what is free");
+	cr_assert_null(hz_chunk_alloc(c, 0));
+	done(c);
+}
+
+Test(chunk, calloc_clears_only_dirty_pages)
+{
+	struct hz_chunk *c = new_chunk();
+	size_t bad;
+	/* Fresh pages: nothing to clear. */
+	unsigned char *a = hz_chunk_alloc(c, 8);
+	cr_assert_eq(hz_chunk_calloc_clear(c, a), 8 * HZ_PAGE);
+	cr_assert(all_bytes(a, 8 * HZ_PAGE, 0, &bad));
+	hz_chunk_mark_dirty(c, a);
+	memset(a, 0x5C, 8 * HZ_PAGE);
+	cr_assert_eq(hz_chunk_free(c, a), 8);
+	/* 12 pages over the 8 dirty ones and 4 fresh: only 8 are cleared. */
+	unsigned char *b = hz_chunk_alloc(c, 12);
+	cr_assert_eq(b, a);
+	cr_assert_eq(hz_chunk_calloc_clear(c, b), 4 * HZ_PAGE);
+	cr_assert(all_bytes(b, 12 * HZ_PAGE, 0, &bad), "byte %zu not zero", bad);
+	/* Blocks carved out of a dirty run are cleared whole. */
+	hz_chunk_mark_dirty(c, b);
+	memset(b, 0x11, 12 * HZ_PAGE);
+	hz_chunk_free(c, b);
+	unsigned char *x = hz_chunk_alloc(c, 3), *y = hz_chunk_alloc(c, 4);
+	cr_assert_eq(hz_chunk_calloc_clear(c, x), 0);
+	cr_assert_eq(hz_chunk_calloc_clear(c, y), 0);
+	cr_assert(all_bytes(x, 3 * HZ_PAGE, 0, &bad));
+	cr_assert(all_bytes(y, 4 * HZ_PAGE, 0, &bad));
+	cr_assert_eq(hz_chunk_calloc_clear(c, y), 4 * HZ_PAGE, "cleared pages stay known zero");
+	done(c);
+}
+
+/* More dirty runs than a plan holds (HZ_ZERO_RUNS): the last planned run
+ * reaches the block's end, every byte reads zero, and the plan reports
+ * what it left alone. */
+Test(chunk, calloc_plan_with_many_dirty_runs)
+{
+	struct hz_chunk *c = new_chunk();
+	enum { RUNS = 3 * HZ_ZERO_RUNS };
+	/* A fresh block whose odd page pairs are written and marked dirty
+	 * (the bitmap set here directly: frees dirty whole blocks). */
+	unsigned char *p = hz_chunk_alloc(c, 4 * RUNS);
+	cr_assert_not_null(p);
+	size_t first = (size_t)(p - c->base) / HZ_PAGE;
+	for (size_t k = 2; k < 4 * RUNS; k += 4)
+		for (size_t q = first + k; q < first + k + 2; q++) {
+			c->dirty[q / 64] |= (uint64_t)1 << (q % 64);
+			memset(c->base + q * HZ_PAGE, 0xA7, HZ_PAGE);
+		}
+	struct hz_zero_plan plan;
+	hz_chunk_zero_plan(c, p, &plan);
+	cr_assert_eq(plan.n, HZ_ZERO_RUNS);
+	cr_assert_eq(plan.hinted, 0, "the first page was clean");
+	cr_assert_eq(plan.hi[plan.n - 1], first + 4 * RUNS, "the last run reaches the end");
+	/* 2 clean pages before each of the first 15 runs, and the first
+	 * clean pair, are all that is left alone. */
+	cr_assert_eq(plan.known_zero, (size_t)(2 * HZ_ZERO_RUNS) * HZ_PAGE, "%zu", plan.known_zero);
+	hz_chunk_zero_runs(c, &plan, p);
+	size_t bad;
+	cr_assert(all_bytes(p, 4 * RUNS * HZ_PAGE, 0, &bad), "byte %zu not zero", bad);
+	done(c);
+}
+
+Test(chunk, purge_releases_whole_free_huge_pages_only)
+{
+	struct hz_chunk *c = new_chunk();
+	size_t hp = HZ_HUGE_PAGES, bad;
+	/* Three huge pages' worth, dirtied; then free all but one page of
+	 * the third: huge pages 0 and 1 are free and dirty, 2 is in use. */
+	unsigned char *a = hz_chunk_alloc(c, 2 * hp), *b = hz_chunk_alloc(c, hp - 1);
+	unsigned char *keep = hz_chunk_alloc(c, 1);
+	cr_assert(a && b && keep);
+	hz_chunk_mark_dirty(c, a);
+	hz_chunk_mark_dirty(c, b);
+	hz_chunk_mark_dirty(c, keep);
+	memset(a, 0x77, (3 * hp) << HZ_PAGE_SHIFT);
+	hz_chunk_free(c, a);
+	hz_chunk_free(c, b);
+	cr_assert_eq(hz_chunk_dirty_free_pages(c), 3 * hp - 1);
+
+	struct hz_release_result res;
+	size_t released = hz_chunk_purge(c, 0, &res);
+	cr_assert_eq(released, 2 * HZ_HUGE_SIZE, "released %zu", released);
+	cr_assert_eq(res.ranges, 1, "adjacent huge pages go as one range");
+	cr_assert_eq(res.error, 0);
+	cr_assert(all_bytes(a, 2 * HZ_HUGE_SIZE, 0, &bad), "released memory reads zero");
+	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0x77, &bad),
+		  "a huge page in use was split");
+	cr_assert_eq(keep[0], 0x77);
+	cr_assert_eq(hz_chunk_dirty_free_pages(c), hp - 1);
+	cr_assert_eq(hz_chunk_purge(c, 0, NULL), 0, "nothing whole is left");
+
+	/* Released pages are known zero: calloc over them clears nothing. */
+	unsigned char *z = hz_chunk_alloc(c, 2 * hp);
+	cr_assert_eq(z, a);
+	cr_assert_eq(hz_chunk_calloc_clear(c, z), 2 * HZ_HUGE_SIZE);
+
+	/* malloc_trim: the partial edge goes too. */
+	cr_assert_eq(hz_chunk_purge(c, 1, &res), (hp - 1) << HZ_PAGE_SHIFT);
+	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0, &bad));
+	cr_assert_eq(keep[0], 0x77, "a live page was released");
+	cr_assert_eq(hz_chunk_dirty_free_pages(c), 0);
+	done(c);
+}
+
+static long meminfo(const char *field)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[256];
+	long v = -1;
+	size_t n = strlen(field);
+	while (f && fgets(line, sizeof line, f))
+		if (!strncmp(line, field, n) && line[n] == ':')
+			v = atol(line + n + 1);
+	if (f)
+		fclose(f);
+	return v;
+}
+
+static int write_long(const char *path, long v)
+{
+	FILE *f = fopen(path, "w");
+	if (!f)
+		return -1;
+	int ok = fprintf(f, "%ld\n", v) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+/* A chunk from the hugetlb pool: with too few free pages it falls back to
+ * transparent huge pages; with 32 reserved (as root) it takes them, its
+ * memory works, a purge gives whole pages back to the pool and a partial
+ * one is never attempted. */
+Test(chunk, hugetlb_pool_and_fallback, .timeout = 60)
+{
+	static const char nr[] = "/proc/sys/vm/nr_hugepages";
+	long total = meminfo("HugePages_Total");
+	long free0 = meminfo("HugePages_Free") - meminfo("HugePages_Rsvd");
+	cr_assert(total >= 0 && free0 >= 0);
+	struct hz_chunk *c = malloc(sizeof *c);
+	cr_assert_not_null(c);
+	if (free0 < (long)(HZ_CHUNK_SIZE / HZ_HUGE_SIZE)) {
+		cr_assert_eq(hz_chunk_init(c, 1), 0);
+		cr_assert_eq(c->hugetlb, 0, "a short pool must fall back");
+		unsigned char *p = hz_chunk_alloc(c, 4);
+		cr_assert_not_null(p);
+		memset(p, 1, 4 * HZ_PAGE);
+		hz_chunk_destroy(c);
+	}
+	if (write_long(nr, total + 32)) {
+		free(c);
+		cr_skip_test("cannot reserve hugetlb pages here (not root)");
+	}
+	long free1 = meminfo("HugePages_Free") - meminfo("HugePages_Rsvd");
+	if (free1 < 32) {
+		write_long(nr, total);
+		free(c);
+		cr_skip_test("the kernel found only %ld free huge pages", free1);
+	}
+	int r = hz_chunk_init(c, 1);
+	int from_pool = c->hugetlb;
+	/* Reserved at map time: free, less reserved, drops by 32. */
+	long taken = free1 - (meminfo("HugePages_Free") - meminfo("HugePages_Rsvd"));
+	size_t bad;
+	unsigned char *a = r ? NULL : hz_chunk_alloc(c, 3 * HZ_HUGE_PAGES);
+	if (a) {
+		hz_chunk_mark_dirty(c, a);
+		memset(a, 0x42, 3 * HZ_HUGE_SIZE);
+		cr_assert(all_bytes(a, 3 * HZ_HUGE_SIZE, 0x42, &bad));
+		unsigned char *keep = hz_chunk_alloc(c, 1);
+		hz_chunk_mark_dirty(c, keep);
+		keep[0] = 7;
+		hz_chunk_free(c, a);
+		/* Partial pages are never released from hugetlb chunks. */
+		size_t released = hz_chunk_purge(c, 1, NULL);
+		cr_assert_eq(released, 3 * HZ_HUGE_SIZE, "released %zu", released);
+		cr_assert(all_bytes(a, 3 * HZ_HUGE_SIZE, 0, &bad));
+		cr_assert_eq(keep[0], 7);
+		hz_chunk_destroy(c);
+	}
+	write_long(nr, total);
+	free(c);
+	cr_assert_eq(r, 0);
+	cr_assert_eq(from_pool, 1, "32 free huge pages, yet not taken");
+	cr_assert_eq(taken, 32, "the chunk reserved %ld huge pages", taken);
+	cr_assert_not_null(a);
+}
+
+/* Random allocate/free against a shadow: blocks never overlap, free page
+ * counts add up, every live block is reported with its length. */
+Test(chunk, random_against_shadow)
+{
+	struct hz_chunk *c = new_chunk();
+	enum { MAXB = 400 };
+	unsigned char *blk[MAXB];
+	size_t len[MAXB], live = 0, used = 0;
+	srand(42);
+	for (int step = 0; step < 20000; step++) {
+		if (live && (rand() % 2 || live == MAXB)) {
+			size_t k = (size_t)rand() % live;
+			if (rand() % 4 == 0) { /* resize in place, when it can */
+				size_t n = 1 + (size_t)rand() % 128;
+				if (hz_chunk_resize(c, blk[k], n) == 0) {
+					used = used - len[k] + n;
+					len[k] = n;
+				}
+				cr_assert_eq(hz_chunk_block_pages(c, blk[k]), len[k]);
+				cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
+				continue;
+			}
+			cr_assert_eq(hz_chunk_free(c, blk[k]), len[k]);
+			used -= len[k];
+			blk[k] = blk[--live];
+			len[k] = len[live];
+		} else {
+			size_t n = 1 + (size_t)rand() % (rand() % 8 ? 64 : 2048);
+			unsigned char *p = hz_chunk_alloc(c, n);
+			if (!p)
+				continue;
+			for (size_t k = 0; k < live; k++)
+				cr_assert(p + n * HZ_PAGE <= blk[k] || blk[k] + len[k] * HZ_PAGE <= p,
+					  "step %d: overlap", step);
+			blk[live] = p;
+			len[live++] = n;
+			used += n;
+		}
+		cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
+		cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "step %d", step);
+		if (step % 997 == 0) {
+			hz_chunk_purge(c, step & 1, NULL);
+			cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "after purge");
+		}
+	}
+	for (size_t k = 0; k < live; k++)
+		cr_assert_eq(hz_chunk_block_pages(c, blk[k]), len[k]);
+	done(c);
+}

@@ -1,0 +1,330 @@
+/* Large blocks across arenas and threads: ownership in O(1), refusals of
+ * foreign and double frees, calloc's zeros after dirty frees. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../allocator/large.h"
+#include "../util/fillcheck.h"
+
+Test(large, sizes_ownership_and_bad_pointers)
+{
+	size_t sizes[] = {1, 4095, 4096, 4097, 100000, (size_t)3 << 20, HZ_LARGE_MAX};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+		unsigned char *p = hz_large_alloc(sizes[i], 0);
+		cr_assert_not_null(p, "size %zu", sizes[i]);
+		cr_assert_eq((uintptr_t)p % HZ_PAGE, 0);
+		size_t u = hz_large_usable(p);
+		cr_assert(u >= sizes[i] && u - sizes[i] < HZ_PAGE, "size %zu usable %zu", sizes[i], u);
+		memset(p, 0x3C, u);
+		cr_assert_eq(hz_large_usable(p + HZ_PAGE * (u > HZ_PAGE)), u > HZ_PAGE ? 0 : u);
+		cr_assert_eq(hz_large_free(p), 0);
+		cr_assert_eq(hz_large_free(p), -1, "double free of %zu bytes accepted", sizes[i]);
+		cr_assert_eq(hz_large_usable(p), 0);
+	}
+	int local;
+	void *heap = malloc(64);
+	cr_assert_null(hz_reg_chunk(&local));
+	cr_assert_null(hz_reg_chunk(heap));
+	cr_assert_eq(hz_large_free(&local), -1);
+	cr_assert_eq(hz_large_free(heap), -1);
+	cr_assert_null(hz_reg_chunk((void *)~(uintptr_t)0));
+	free(heap);
+	errno = 0;
+	cr_assert_null(hz_large_alloc(0, 0));
+	cr_assert_eq(errno, ENOMEM);
+	errno = 0;
+	cr_assert_null(hz_large_alloc(HZ_HUGE_MAX + 1, 0));
+	cr_assert_eq(errno, ENOMEM);
+	errno = 0;
+	cr_assert_null(hz_large_alloc(SIZE_MAX, 1));
+	cr_assert_eq(errno, ENOMEM);
+}
+
+/* Beyond a chunk: a mapping of its own, recycled after free, cleared
+ * (not refaulted) for calloc, within the cache budget. */
+Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
+{
+	size_t n = (size_t)100 << 20, bad;
+	unsigned char *p = hz_large_alloc(n, 1);
+	cr_assert_not_null(p);
+	cr_assert_null(hz_reg_chunk(p), "a huge block is not in a chunk");
+	cr_assert_eq(hz_large_usable(p), n);
+	cr_assert(all_bytes(p, n, 0, &bad));
+	memset(p, 0xEE, n);
+	cr_assert_eq(hz_large_free(p + HZ_PAGE), -1, "interior pointer");
+	cr_assert(hz_large_owns(p) && hz_large_owns(p + n - 1), "its own block");
+	if (((uintptr_t)(p + ((size_t)100 << 20)) & (HZ_CHUNK_SIZE - 1)) != 0)
+		cr_assert_not(hz_large_owns(p + ((size_t)100 << 20)),
+			      "past the mapping, in its last slot: not ours");
+	cr_assert_eq(hz_large_free(p), 0);
+	cr_assert_eq(hz_large_free(p), -1, "double free");
+	cr_assert_eq(hz_large_usable(p), 0);
+	unsigned char *q = hz_large_alloc(n - 12345, 1);
+	cr_assert_eq(q, p, "the cached mapping is reused");
+	cr_assert(all_bytes(q, n - 12345, 0, &bad), "recycled calloc: byte %zu not zero", bad);
+	cr_assert_eq(hz_large_free(q), 0);
+	/* A block much smaller takes the cached mapping cut to size: its
+	 * tail is unmapped and no longer the arenas'. */
+	unsigned char *s = hz_large_alloc((size_t)40 << 20, 1);
+	cr_assert_eq(s, p, "the cached mapping is cut and reused");
+	cr_assert_eq(hz_large_usable(s), (size_t)40 << 20);
+	cr_assert(all_bytes(s, (size_t)40 << 20, 0, &bad), "byte %zu not zero", bad);
+	cr_assert(hz_large_owns(s + ((size_t)40 << 20) - 1));
+	cr_assert_not(hz_large_owns(s + ((size_t)40 << 20)), "the cut tail");
+	cr_assert_not(hz_large_owns(s + ((size_t)64 << 20)), "a slot wholly past the cut");
+	hz_large_free(s);
+	/* The cache keeps at most HZ_HUGE_CACHE bytes an arena. */
+	unsigned char *b[6];
+	for (int i = 0; i < 6; i++)
+		cr_assert_not_null(b[i] = hz_large_alloc((size_t)256 << 20, 0));
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(hz_large_free(b[i]), 0);
+	struct hz_large_stats st;
+	hz_large_stats(&st);
+	cr_assert_leq(st.huge_cached_bytes, hz_dirty_max, "one thread, one arena");
+	cr_assert_gt(st.huge_cached_bytes, 0);
+	cr_assert_eq(st.allocated_bytes, 0);
+	/* malloc_trim unmaps the cached blocks too. */
+	cr_assert_geq(hz_large_trim(), st.huge_cached_bytes);
+	hz_large_stats(&st);
+	cr_assert_eq(st.huge_cached_bytes, 0);
+}
+
+Test(large, calloc_zero_after_dirty_frees_and_trim)
+{
+	struct hz_large_stats s0, s1;
+	hz_large_stats(&s0);
+	unsigned char *p = hz_large_alloc((size_t)8 << 20, 1);
+	cr_assert_not_null(p);
+	size_t bad;
+	cr_assert(all_bytes(p, (size_t)8 << 20, 0, &bad));
+	hz_large_stats(&s1);
+	cr_assert_geq(s1.calloc_bytes_known_zero - s0.calloc_bytes_known_zero, (size_t)8 << 20,
+		      "fresh pages were cleared again");
+	memset(p, 0xEE, (size_t)8 << 20);
+	cr_assert_eq(hz_large_free(p), 0);
+	unsigned char *q = hz_large_alloc((size_t)8 << 20, 1);
+	cr_assert_eq(q, p, "the freed run is reused first");
+	cr_assert(all_bytes(q, (size_t)8 << 20, 0, &bad), "calloc returned a non-zero byte at %zu", bad);
+	memset(q, 0xEE, (size_t)8 << 20);
+	cr_assert_eq(hz_large_free(q), 0);
+	cr_assert_geq(hz_large_trim(), (size_t)8 << 20);
+	unsigned char *r = hz_large_alloc((size_t)8 << 20, 1);
+	cr_assert(all_bytes(r, (size_t)8 << 20, 0, &bad));
+	hz_large_free(r);
+}
+
+/* Threads allocate, calloc, write and free at once; each checks that its
+ * calloc'd blocks are zero and that its own bytes survive the others. */
+static void *worker(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	enum { LIVE = 16 };
+	unsigned char *blk[LIVE] = {0};
+	size_t len[LIVE] = {0};
+	unsigned char tag = (unsigned char)(0x40 + seed);
+	for (int step = 0; step < 1500; step++) {
+		int k = (int)(rand_r(&seed) % LIVE);
+		if (blk[k]) {
+			size_t bad;
+			if (!all_bytes(blk[k], len[k], tag, &bad) || hz_large_free(blk[k]))
+				return (void *)1;
+			blk[k] = NULL;
+			continue;
+		}
+		size_t n = 1 + (size_t)rand_r(&seed) % ((size_t)1 << (12 + rand_r(&seed) % 10));
+		int zero = rand_r(&seed) & 1;
+		unsigned char *p = hz_large_alloc(n, zero);
+		if (!p)
+			return (void *)2;
+		size_t bad;
+		if (zero && !all_bytes(p, n, 0, &bad))
+			return (void *)3;
+		memset(p, tag, n);
+		blk[k] = p;
+		len[k] = n;
+	}
+	for (int k = 0; k < LIVE; k++)
+		if (blk[k] && hz_large_free(blk[k]))
+			return (void *)4;
+	return NULL;
+}
+
+Test(large, threads, .timeout = 120)
+{
+	enum { T = 4 };
+	pthread_t t[T];
+	for (int i = 0; i < T; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1)), 0);
+	for (int i = 0; i < T; i++) {
+		void *r;
+		pthread_join(t[i], &r);
+		cr_assert_null(r, "thread %d failed with %p", i, r);
+	}
+	struct hz_large_stats s;
+	hz_large_stats(&s);
+	cr_assert_eq(s.allocated_bytes, 0, "%zu bytes still counted as allocated", s.allocated_bytes);
+	cr_assert_leq(s.chunks, 2 * HZ_ARENAS, "%zu chunks for at most 16 x 2 MiB live per thread", s.chunks);
+}
+
+Test(large, realloc_in_place_moved_and_refused)
+{
+	size_t bad;
+	unsigned char *p = hz_large_alloc(10 * HZ_PAGE, 0);
+	memset(p, 0x21, 10 * HZ_PAGE);
+	/* Grows in place while the pages after it are free. */
+	cr_assert_eq(hz_large_realloc(p, 30 * HZ_PAGE), p);
+	cr_assert_eq(hz_large_usable(p), 30 * HZ_PAGE);
+	cr_assert(all_bytes(p, 10 * HZ_PAGE, 0x21, &bad));
+	/* Shrinks in place; the tail is free again. */
+	cr_assert_eq(hz_large_realloc(p, 5 * HZ_PAGE + 1), p);
+	cr_assert_eq(hz_large_usable(p), 6 * HZ_PAGE);
+	unsigned char *blocker = hz_large_alloc(HZ_PAGE, 0);
+	cr_assert_eq(blocker, p + 6 * HZ_PAGE, "the freed tail is reused");
+	/* Blocked: moved, contents kept, the old block freed. */
+	unsigned char *q = hz_large_realloc(p, 40 * HZ_PAGE);
+	cr_assert_not_null(q);
+	cr_assert_neq(q, p);
+	cr_assert(all_bytes(q, 5 * HZ_PAGE, 0x21, &bad));
+	cr_assert_eq(hz_large_usable(p), 0);
+	/* Into a huge block and between huge sizes: the kernel moves it. */
+	memset(q, 0x33, 40 * HZ_PAGE);
+	unsigned char *h = hz_large_realloc(q, (size_t)40 << 20);
+	cr_assert_not_null(h);
+	cr_assert(all_bytes(h, 40 * HZ_PAGE, 0x33, &bad));
+	memset(h, 0x44, (size_t)40 << 20);
+	unsigned char *h2 = hz_large_realloc(h, (size_t)200 << 20);
+	cr_assert_not_null(h2);
+	cr_assert_eq(hz_large_usable(h2), (size_t)200 << 20);
+	cr_assert(all_bytes(h2, (size_t)40 << 20, 0x44, &bad), "moved bytes lost at %zu", bad);
+	memset(h2 + ((size_t)40 << 20), 0x55, (size_t)160 << 20); /* the new part is writable */
+	if (h2 != h)
+		cr_assert_eq(hz_large_usable(h), 0);
+	/* Back into a chunk. */
+	unsigned char *s = hz_large_realloc(h2, 3 * HZ_PAGE);
+	cr_assert(all_bytes(s, 3 * HZ_PAGE, 0x44, &bad));
+	errno = 0;
+	cr_assert_null(hz_large_realloc(s + HZ_PAGE, 100));
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_null(hz_large_realloc(s, HZ_HUGE_MAX + 1));
+	cr_assert_eq(errno, ENOMEM);
+	cr_assert_eq(hz_large_usable(s), 3 * HZ_PAGE, "a refused realloc changed the block");
+	hz_large_free(s);
+	hz_large_free(blocker);
+}
+
+/* A child forked while other threads allocate can allocate: no lock is
+ * left held by a thread the child does not have. */
+static volatile int stop_churn;
+
+static void *churn(void *arg)
+{
+	(void)arg;
+	while (!stop_churn) {
+		void *p = hz_large_alloc((size_t)1 << 20, 1);
+		if (p)
+			hz_large_free(p);
+	}
+	return NULL;
+}
+
+Test(large, fork_while_threads_allocate, .timeout = 60)
+{
+	/* One thread per arena: the child's thread shares an arena with one
+	 * of them, whose lock it would wait for forever without the fork
+	 * handlers. */
+	pthread_t t[HZ_ARENAS];
+	for (int i = 0; i < HZ_ARENAS; i++)
+		cr_assert_eq(pthread_create(&t[i], NULL, churn, NULL), 0);
+	for (int k = 0; k < 30; k++) {
+		pid_t pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			alarm(10); /* a deadlock fails the test, it does not hang it */
+			for (int i = 0; i < 20; i++) {
+				void *p = hz_large_alloc((size_t)(i + 1) << 16, i & 1);
+				if (!p || hz_large_free(p))
+					_exit(1);
+			}
+			_exit(0);
+		}
+		int st;
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child %d: status %#x", k, st);
+	}
+	stop_churn = 1;
+	for (int i = 0; i < HZ_ARENAS; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* Free dirty memory is bounded: over the budget, whole free 2 MiB blocks
+ * are released at the next free; kept past the delay, too. */
+Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
+{
+	hz_dirty_max = (size_t)8 << 20;
+	hz_dirty_decay_ns = (uint64_t)60 * 1000000000u;
+	unsigned char *b[8];
+	for (int i = 0; i < 8; i++) {
+		b[i] = hz_large_alloc((size_t)2 << 20, 0);
+		cr_assert_not_null(b[i]);
+		memset(b[i], 0x66, (size_t)2 << 20);
+	}
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(hz_large_free(b[i]), 0);
+	struct hz_large_stats s;
+	hz_large_stats(&s);
+	cr_assert_leq(s.dirty_free_bytes, hz_dirty_max, "%zu dirty bytes kept", s.dirty_free_bytes);
+	cr_assert_gt(s.purged_bytes, 0);
+	/* Under the budget but past the delay: released at the next free. */
+	hz_dirty_max = (size_t)1 << 30;
+	hz_dirty_decay_ns = 50 * 1000000u;
+	unsigned char *p = hz_large_alloc((size_t)4 << 20, 0);
+	memset(p, 0x67, (size_t)4 << 20);
+	hz_large_free(p);
+	hz_large_stats(&s);
+	size_t kept = s.dirty_free_bytes;
+	cr_assert_gt(kept, 0);
+	usleep(100 * 1000);
+	unsigned char *q = hz_large_alloc(HZ_PAGE, 0);
+	hz_large_free(q);
+	hz_large_stats(&s);
+	cr_assert_lt(s.dirty_free_bytes, (size_t)2 << 20, "%zu dirty bytes outlived the delay",
+		     s.dirty_free_bytes);
+}
+
+/* Over budget, the least recently freed memory goes first: chunk pages
+ * freed long ago are released, the huge block freed just now stays cached
+ * and serves the next request of its size. */
+Test(large, over_budget_the_least_recently_freed_goes_first, .timeout = 60)
+{
+	hz_dirty_max = (size_t)64 << 20;
+	hz_dirty_decay_ns = (uint64_t)60 * 1000000000u;
+	unsigned char *b[5];
+	for (int i = 0; i < 5; i++) {
+		b[i] = hz_large_alloc((size_t)8 << 20, 0);
+		cr_assert_not_null(b[i]);
+		memset(b[i], 0x31, (size_t)8 << 20);
+	}
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(hz_large_free(b[i]), 0);
+	struct hz_large_stats s0, s1;
+	hz_large_stats(&s0);
+	size_t n = (size_t)48 << 20;
+	unsigned char *h = hz_large_alloc(n, 0);
+	cr_assert_not_null(h);
+	memset(h, 0x32, n);
+	cr_assert_eq(hz_large_free(h), 0); /* 40 + 48 MiB dirty: over budget */
+	hz_large_stats(&s1);
+	cr_assert_eq(s1.huge_cached_bytes, n, "the block freed last was dropped");
+	cr_assert_gt(s1.purged_bytes, s0.purged_bytes, "older chunk pages were kept");
+	cr_assert_leq(s1.dirty_free_bytes, hz_dirty_max);
+	cr_assert_eq(hz_large_alloc(n, 1), h, "the cached block serves again");
+	hz_large_free(h);
+	hz_large_trim();
+}

@@ -1,0 +1,253 @@
+/* The OS primitives: aligned mappings and the error convention (0 or an
+ * errno value, errno itself untouched), batched release with its
+ * fallback and its behaviour across fork, files and the clock. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stddef.h>
+#include <string.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../allocator/prim.h"
+#include "../util/fillcheck.h"
+
+#define NB 64
+
+static unsigned char *map_blocks(void)
+{
+	void *m;
+	cr_assert_eq(hz_os_map(NB * HZ_HUGE_SIZE, HZ_HUGE_SIZE, &m), 0);
+	unsigned char *p = m;
+	cr_assert_eq((uintptr_t)p % HZ_HUGE_SIZE, 0, "not 2 MiB aligned");
+	hz_os_hugepage(p, NB * HZ_HUGE_SIZE);
+	size_t bad;
+	cr_assert(all_bytes(p, NB * HZ_HUGE_SIZE, 0, &bad), "fresh mapping not zero");
+	memset(p, 0xAA, NB * HZ_HUGE_SIZE);
+	return p;
+}
+
+static void blocks(unsigned char *p, struct hz_range *r)
+{
+	for (int i = 0; i < NB; i++)
+		r[i] = (struct hz_range){p + (size_t)i * HZ_HUGE_SIZE, HZ_HUGE_SIZE};
+}
+
+Test(prim, map_aligned_and_bad_sizes)
+{
+	for (size_t align = hz_page_size; align <= ((size_t)64 << 20); align *= 8) {
+		void *p = NULL;
+		cr_assert_eq(hz_os_map(3 * hz_page_size, align, &p), 0);
+		cr_assert_eq((uintptr_t)p % align, 0);
+		cr_assert_eq(hz_os_unmap(p, 3 * hz_page_size), 0);
+	}
+	/* Failures are answered with the errno value; errno stays as it was. */
+	void *p = &p;
+	errno = 12345;
+	cr_assert_eq(hz_os_map(SIZE_MAX - 4095, hz_page_size, &p), ENOMEM);
+	cr_assert_eq(hz_os_map((size_t)1 << 62, HZ_HUGE_SIZE, &p), ENOMEM);
+	cr_assert_eq(hz_os_map(0, hz_page_size, &p), ENOMEM);
+	cr_assert_eq(hz_os_map(hz_page_size, 3 * hz_page_size, &p), EINVAL, "alignment not a power of two");
+	cr_assert_eq(hz_os_map(hz_page_size, hz_page_size / 2, &p), EINVAL, "alignment below a page");
+	cr_assert_eq(hz_os_unmap((void *)1, hz_page_size), EINVAL);
+	cr_assert_eq(hz_os_dontneed((void *)1, hz_page_size), EINVAL);
+	cr_assert_neq(hz_os_remap((void *)1, hz_page_size, 2 * hz_page_size, NULL, &p), 0);
+	cr_assert_eq(p, (void *)&p, "a failed call wrote its result");
+	cr_assert_eq(errno, 12345, "errno changed to %d", errno);
+}
+
+/* Linux before 6.13 refuses MADV_DONTNEED in process_madvise. */
+static int kernel_batches(void)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+	cr_assert_eq(uname(&u), 0);
+	cr_assert_eq(sscanf(u.release, "%d.%d", &major, &minor), 2, "release %s", u.release);
+	return major > 6 || (major == 6 && minor >= 13);
+}
+
+Test(prim, release_batch_zeroes_in_few_syscalls)
+{
+	unsigned char *p = map_blocks();
+	struct hz_range r[NB];
+	blocks(p, r);
+	struct hz_release_result res;
+	hz_os_release_batch(r, NB, &res);
+	cr_assert_eq(res.error, 0);
+	cr_assert_eq(res.ranges, NB);
+	cr_assert_eq(res.bytes, NB * HZ_HUGE_SIZE);
+	/* What the kernel decides, not what happened: a kernel that batches
+	 * must have taken one call, an older one fallen back, counted. */
+	if (kernel_batches()) {
+		cr_assert_eq(hz_os_batch_state(), 1, "this kernel batches, the library did not");
+		cr_assert_eq(res.syscalls, 1, "%u syscalls for %d ranges", res.syscalls, NB);
+		cr_assert_eq(res.fallbacks, 0);
+	} else {
+		cr_assert_eq(hz_os_batch_state(), 0);
+		cr_assert_eq(res.fallbacks, 1, "no batch and no fallback counted");
+		cr_assert_eq(res.syscalls, NB + 1);
+	}
+	size_t bad;
+	cr_assert(all_bytes(p, NB * HZ_HUGE_SIZE, 0, &bad), "byte %zu not zero after release", bad);
+	hz_os_unmap(p, NB * HZ_HUGE_SIZE);
+}
+
+/* A batch the kernel completes only in part (a range in the middle is not
+ * mapped): the rest is released range by range, the failure reported, so
+ * that no caller counts the pages as zero. errno is left alone. */
+Test(prim, release_partial_batch_reports_failure)
+{
+	size_t ps = hz_page_size;
+	void *m;
+	cr_assert_eq(hz_os_map(3 * ps, ps, &m), 0);
+	unsigned char *p = m;
+	memset(p, 0xAB, 3 * ps);
+	cr_assert_eq(hz_os_unmap(p + ps, ps), 0);
+	struct hz_range r[3] = {{p, ps}, {p + ps, ps}, {p + 2 * ps, ps}};
+	struct hz_release_result res;
+	errno = 12345;
+	hz_os_release_batch(r, 3, &res);
+	cr_assert_eq(errno, 12345, "errno changed to %d", errno);
+	cr_assert_neq(res.error, 0, "a range failed and was not reported");
+	cr_assert_eq(res.ranges, 2);
+	cr_assert_eq(res.bytes, 2 * ps);
+	cr_assert_eq(p[0], 0);
+	cr_assert_eq(p[2 * ps], 0, "the range after the failed one was not released");
+	hz_os_unmap(p, ps);
+	hz_os_unmap(p + 2 * ps, ps);
+}
+
+/* A seccomp filter that refuses process_madvise with errno e. */
+static void refuse_process_madvise(int e)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_madvise, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)e),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
+		_exit(90);
+}
+
+/* In a child whose seccomp filter refuses process_madvise (as container
+ * defaults may), the release still happens, range by range, counted. */
+Test(prim, release_fallback_under_seccomp)
+{
+	int errs[] = {EPERM, ENOSYS};
+	for (int i = 0; i < 2; i++) {
+		unsigned char *p = map_blocks();
+		pid_t pid = fork();
+		cr_assert_neq(pid, -1);
+		if (pid == 0) {
+			refuse_process_madvise(errs[i]);
+			hz_os_batch_reset();
+			struct hz_range r[NB];
+			blocks(p, r);
+			struct hz_release_result res;
+			hz_os_release_batch(r, NB, &res);
+			size_t bad;
+			if (res.error || res.ranges != NB || res.fallbacks != 1 ||
+			    res.syscalls != NB + 1 || hz_os_batch_state() != 0)
+				_exit(1);
+			if (!all_bytes(p, NB * HZ_HUGE_SIZE, 0, &bad))
+				_exit(2);
+			/* Remembered: the next batch goes straight to madvise. */
+			hz_os_release_batch(r, 1, &res);
+			_exit(res.syscalls == 1 && res.fallbacks == 1 ? 0 : 3);
+		}
+		int st;
+		cr_assert_eq(waitpid(pid, &st, 0), pid);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "errno %d: child status %#x", errs[i], st);
+		hz_os_unmap(p, NB * HZ_HUGE_SIZE);
+	}
+}
+
+/* A child must advise itself, never its parent through an inherited
+ * pidfd: the parent's copy keeps its bytes while the child's reads zero. */
+Test(prim, release_after_fork_is_the_childs)
+{
+	unsigned char *p = map_blocks();
+	struct hz_range r[NB];
+	blocks(p, r);
+	struct hz_release_result res;
+	hz_os_release_batch(r, 1, &res); /* the parent opens its pidfd */
+	memset(p, 0xAA, NB * HZ_HUGE_SIZE);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		hz_os_release_batch(r, NB, &res);
+		size_t bad;
+		_exit(res.error == 0 && all_bytes(p, NB * HZ_HUGE_SIZE, 0, &bad) ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %#x", st);
+	size_t bad;
+	cr_assert(all_bytes(p, NB * HZ_HUGE_SIZE, 0xAA, &bad), "the child's release reached the parent at %zu", bad);
+	hz_os_unmap(p, NB * HZ_HUGE_SIZE);
+}
+
+/* Files: a small file read whole and NUL-terminated; a private file made
+ * with mode 0600, an existing one of this user's truncated, and neither a
+ * symlink followed nor a FIFO opened. errno untouched throughout. */
+Test(prim, files)
+{
+	char dir[] = "/tmp/hz-prim-XXXXXX", path[128], link[128], fifo[128], buf[64];
+	size_t len = 99;
+	int fd;
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(path, sizeof path, "%s/f", dir);
+	snprintf(link, sizeof link, "%s/l", dir);
+	snprintf(fifo, sizeof fifo, "%s/p", dir);
+	errno = 12345;
+	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), ENOENT);
+	cr_assert_eq(hz_os_create_private(path, &fd), 0);
+	cr_assert_eq(hz_os_write_all(fd, "hello", 5), 0);
+	hz_os_close(fd);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0600);
+	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), 0);
+	cr_assert_eq(len, 5);
+	cr_assert_str_eq(buf, "hello");
+	cr_assert_eq(hz_os_read_file(path, buf, 3, &len), 0, "cut to the buffer");
+	cr_assert_str_eq(buf, "he");
+	cr_assert_eq(hz_os_create_private(path, &fd), 0, "an existing file of this user");
+	hz_os_close(fd);
+	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), 0);
+	cr_assert_eq(len, 0, "not truncated");
+	cr_assert_eq(symlink(path, link), 0);
+	cr_assert_neq(hz_os_create_private(link, &fd), 0, "a symlink was followed");
+	cr_assert_eq(mkfifo(fifo, 0600), 0);
+	cr_assert_neq(hz_os_create_private(fifo, &fd), 0, "a FIFO was taken");
+	cr_assert_eq(errno, 12345, "errno changed to %d", errno);
+	unlink(fifo);
+	unlink(link);
+	unlink(path);
+	rmdir(dir);
+}
+
+Test(prim, clock_and_environment)
+{
+	uint64_t t0 = hz_os_now_ns();
+	hz_os_sleep_ms(20);
+	uint64_t t1 = hz_os_now_ns();
+	cr_assert_geq(t1 - t0, 20000000u, "slept %llu ns", (unsigned long long)(t1 - t0));
+	cr_assert_gt(hz_os_realtime_ns(), (uint64_t)1600000000 * 1000000000u);
+	setenv("HZ_PRIM_TEST", "yes", 1);
+	cr_assert_str_eq(hz_os_getenv("HZ_PRIM_TEST"), "yes");
+	cr_assert_null(hz_os_getenv("HZ_PRIM_TEST_UNSET"));
+	cr_assert_eq(hz_os_pid(), getpid());
+	char cwd[4096];
+	cr_assert_eq(hz_os_cwd(cwd, sizeof cwd), 0);
+	cr_assert_eq(cwd[0], '/');
+	cr_assert_eq(hz_os_cwd(cwd, 1), ERANGE);
+}

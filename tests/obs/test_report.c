@@ -1,0 +1,105 @@
+/* The report: a registered source's figures and the size classes in each
+ * of the three formats, written to a file on demand; figures by name;
+ * Prometheus names; bad formats and paths refused. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../allocator/prim.h"
+#include "../../obs/counters.h"
+#include "../../obs/emit.h"
+#include "../../obs/obs.h"
+#include "../../obs/report.h"
+
+static void source(hz_counter_fn fn, void *arg)
+{
+	fn(arg, "test.things", 5, 0);
+	fn(arg, "test.level_bytes", 7, 1);
+}
+
+static char dir[] = "/tmp/hz-report-XXXXXX";
+
+/* The report in format, read back. */
+static char *report(const char *format)
+{
+	static char buf[1 << 16];
+	char path[128], file[160];
+	snprintf(path, sizeof path, "%s/r-%s", dir, format);
+	cr_assert_eq(hz_report_dump(path, format), 0, "%s: %s", format, strerror(errno));
+	snprintf(file, sizeof file, "%s.%d", path, getpid());
+	size_t len;
+	cr_assert_eq(hz_os_read_file(file, buf, sizeof buf, &len), 0, "%s", file);
+	cr_assert_lt(len, sizeof buf - 1, "report cut");
+	unlink(file);
+	return buf;
+}
+
+Test(report, formats)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	cr_assert_eq(hz_obs_add_source(source), 0);
+	for (int i = 0; i < 4; i++)
+		hz_count(HZ_OP_MALLOC, 3000);
+	uint64_t v;
+	cr_assert_eq(hz_obs_find("test.things", &v), 0);
+	cr_assert_eq(v, 5);
+	cr_assert_eq(hz_obs_find("no.such.figure", &v), ENOENT);
+
+	const char *t = report("text");
+	cr_assert_not_null(strstr(t, "\ntest.things 5\n"), "%s", t);
+	cr_assert_not_null(strstr(t, "\ntest.level_bytes 7\n"));
+	cr_assert_not_null(strstr(t, "\nmalloc.class.2048.calls 4\nmalloc.class.2048.bytes 12000\n"));
+	cr_assert_not_null(strstr(t, "\nprocess.rss_bytes "));
+
+	const char *j = report("json");
+	cr_assert_not_null(strstr(j, "\n    \"test.things\": 5"), "%s", j);
+	cr_assert_not_null(strstr(j, "\"malloc\": [{\"min\": 2048, \"calls\": 4, \"bytes\": 12000}]"));
+	cr_assert_eq(j[0], '{');
+	cr_assert_str_eq(j + strlen(j) - 3, "\n}\n");
+
+	char want[160];
+	const char *p = report("prometheus");
+	snprintf(want, sizeof want, "# TYPE hugezero_test_things_total counter\nhugezero_test_things_total{pid=\"%d\"} 5\n",
+		 getpid());
+	cr_assert_not_null(strstr(p, want), "%s", p);
+	snprintf(want, sizeof want, "# TYPE hugezero_test_level_bytes gauge\nhugezero_test_level_bytes{pid=\"%d\"} 7\n",
+		 getpid());
+	cr_assert_not_null(strstr(p, want));
+	snprintf(want, sizeof want, "hugezero_bytes_total{pid=\"%d\",op=\"malloc\",class=\"2048\"} 12000\n", getpid());
+	cr_assert_not_null(strstr(p, want));
+	rmdir(dir);
+}
+
+Test(report, refusals)
+{
+	errno = 0;
+	cr_assert_eq(hz_report_dump("/tmp/hz-report-unused", "xml"), -1);
+	cr_assert_eq(errno, EINVAL);
+	cr_assert_eq(access("/tmp/hz-report-unused", F_OK), -1, "a refused format wrote");
+	errno = 0;
+	cr_assert_eq(hz_report_dump("/nonexistent-hugezero/r", "text"), -1);
+	cr_assert_eq(errno, ENOENT);
+}
+
+Test(report, prometheus_names)
+{
+	regex_t re;
+	cr_assert_eq(regcomp(&re, "^[a-zA-Z_:][a-zA-Z0-9_:]*$", REG_EXTENDED | REG_NOSUB), 0);
+	static const char *const names[] = {"memset.large.calls", "kernel.avx512_nt.bytes",
+					    "process.rss_bytes", "x"};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		for (int gauge = 0; gauge < 2; gauge++) {
+			char pn[128], want[128];
+			hz_prom_name(pn, sizeof pn, names[i], gauge);
+			cr_assert_eq(regexec(&re, pn, 0, NULL, 0), 0, "%s is no metric name", pn);
+			snprintf(want, sizeof want, "hugezero_%s%s", names[i], gauge ? "" : "_total");
+			for (char *c = want; *c; c++)
+				*c = *c == '.' ? '_' : *c;
+			cr_assert_str_eq(pn, want);
+		}
+	regfree(&re);
+}
