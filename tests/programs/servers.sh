@@ -100,10 +100,14 @@ bound() {
 	else bad "$what: not bound to the library:$missing"; fi
 }
 
-# mapped PID WHAT: $target is in the process's address space (or the
-# process has exited since it was listed).
+# mapped PID WHAT: $target is in the process's address space. A process
+# that has gone cannot show it: that fails too.
 mapped() {
-	if grep -qF " $target" "/proc/$1/maps" 2>/dev/null || [ ! -d "/proc/$1" ]; then return 0; fi
+	local maps
+	if ! maps=$(cat "/proc/$1/maps" 2>/dev/null) || [ -z "$maps" ]; then
+		bad "$2 (pid $1): gone before its maps could be read"; return 1
+	fi
+	if grep -qF " $target" <<<"$maps"; then return 0; fi
 	bad "$2 (pid $1): library not mapped"; return 1
 }
 
@@ -291,10 +295,23 @@ run_postgres() {
 	backends() { [ "$(for c in $(children); do tr '\0' ' ' <"/proc/$c/cmdline"; echo; done |
 		grep -c '^postgres: postgres postgres \[local\]')" -ge 4 ]; }
 	if wait_until 20 "$pid" backends; then
-		kids=$(children)
-		n=0
-		for c in $kids; do mapped "$c" "postgres child" || n=$((n + 1)); done
-		[ $n -eq 0 ] && ok "postgres: library mapped in all $(echo "$kids" | wc -l) children of the postmaster, 4 of them pgbench's backends"
+		# Each child's maps and command line read at once; a child that
+		# exits first (an autovacuum worker) is passed over, but pgbench's
+		# 4 backends, which live until it ends, must all be among those read.
+		local c maps cmd seen=0 nread=0 n=0
+		for c in $(children); do
+			maps=$(cat "/proc/$c/maps" 2>/dev/null) || continue
+			cmd=$(tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null) || continue
+			[ -n "$maps" ] || continue
+			nread=$((nread + 1))
+			[[ $cmd == "postgres: postgres postgres [local]"* ]] && seen=$((seen + 1))
+			grep -qF " $target" <<<"$maps" || { bad "postgres child $c ($cmd): library not mapped"; n=$((n + 1)); }
+		done
+		if [ $n -eq 0 ] && [ $seen -ge 4 ]; then
+			ok "postgres: library mapped in all $nread children of the postmaster, $seen of them pgbench's backends"
+		elif [ $seen -lt 4 ]; then
+			bad "postgres: $seen of pgbench's 4 backends read among $nread children"
+		fi
 	else
 		bad "postgres: pgbench's 4 backends never seen"
 	fi
