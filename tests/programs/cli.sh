@@ -29,6 +29,45 @@ else
 fi
 "$cli" report "$work/nothing.json" 2>/dev/null && bad "report of nothing succeeded" || ok "report: no readable report is an error"
 
+# The command's statistics are the library's own: on one process's report,
+# for every cell of the arms, the B/A ratio, its interval and the verdict
+# the command computes from the raw sums, and the percentiles it computes
+# from the histograms, equal what the library wrote; and every counter the
+# command's summary lists is one the library reports.
+"$cli" run --ab 0.3 --stats "$work/s.%p.json" -- "$known" ab
+check=$(/usr/bin/python3 - "$(dirname "$cli")" "$work"/s.*.json <<'PY'
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from hzcli import commands, stats
+rep = json.load(open(sys.argv[2]))
+bad, cells = [], 0
+for e in rep["ab"]:
+    cells += 1
+    got = stats.compare(e["A"], e["B"])
+    if got is None:
+        if e["verdict"] != "not enough calls":
+            bad.append("%s %d: no figures, the library's verdict %s" % (e["op"], e["min"], e["verdict"]))
+        continue
+    r, lo, hi, verdict = got
+    if max(abs(r - e["ratio"]), abs(lo - e["lo"]), abs(hi - e["hi"])) > 2e-6 or verdict != e["verdict"]:
+        bad.append("%s %d: %s, the library's %s" % (e["op"], e["min"], got,
+                                                    (e["ratio"], e["lo"], e["hi"], e["verdict"])))
+    for arm in "AB":
+        hist = {lo: n for lo, n in e[arm]["hist"]}
+        for q, key in ((0.5, "p50_ns"), (0.9, "p90_ns"), (0.99, "p99_ns")):
+            if round(stats.quantile(hist, q)) != e[arm][key]:
+                bad.append("%s %d %s %s: %s, the library's %s" % (e["op"], e["min"], arm, key,
+                                                                 stats.quantile(hist, q), e[arm][key]))
+missing = [k for k in commands.SUMMARY if k not in rep["counters"]]
+if missing:
+    bad.append("summary counters the library does not report: %s" % missing)
+if cells < 2:
+    bad.append("%d cells" % cells)
+print("; ".join(bad) if bad else "ok %d cells" % cells)
+PY
+)
+case $check in ok*) ok "the command's statistics equal the library's: $check" ;; *) bad "statistics: $check" ;; esac
+
 # info: the library's view and the system's.
 if info=$("$cli" info) && grep -q 'process_madvise releases memory' <<<"$info" &&
 	grep -q '^transparent huge pages' <<<"$info" && grep -q 'tier 2 below' <<<"$info"; then

@@ -1,0 +1,169 @@
+"""The hugezero command's subcommands (scripts/hugezero): run a program
+under libhugezero.so, merge its reports, describe this machine, run the
+benchmarks."""
+import csv
+import glob
+import os
+import platform
+import subprocess
+import sys
+
+from . import plot
+from .merge import merge
+from .stats import compare, quantile
+from .units import size_name
+
+HERE = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))  # scripts/
+ROOT = os.path.dirname(HERE)
+
+# The counters the report's summary lists, in the library's names
+# (tests/programs/cli.sh checks that a library report has them all).
+SUMMARY = ("memset.large.calls", "malloc.large.calls", "calloc.large.calls", "calloc.large.bytes",
+           "calloc.large.known_zero_bytes", "purge.batches", "purge.bytes", "purge.fallbacks",
+           "hugetlb.chunks", "hugetlb.fallbacks", "malloc.small.calls", "process.peak_rss_bytes")
+
+
+def library(required=True):
+    for path in (os.environ.get("HUGEZERO_LIB"), os.path.join(ROOT, "build", "libhugezero.so"),
+                 os.path.join(ROOT, "lib", "libhugezero.so")):
+        if path and os.path.isfile(path):
+            return os.path.realpath(path)
+    if required:
+        sys.exit("hugezero: libhugezero.so not found (build it with scripts/build.sh, "
+                 "or set HUGEZERO_LIB)")
+    return None
+
+
+# ---- run ----
+
+def cmd_run(args):
+    cmd = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not cmd:
+        sys.exit("hugezero run: no command (hugezero run [options] -- CMD ARGS...)")
+    env = dict(os.environ)
+    lib = library()
+    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    env["HUGEZERO_STATS"] = args.stats
+    env["HUGEZERO_STATS_FORMAT"] = args.format
+    if args.ab is not None:
+        if not 0 <= args.ab <= 1:
+            sys.exit("hugezero run: --ab takes a fraction from 0 to 1")
+        env["HUGEZERO_AB"] = repr(args.ab)
+    if args.callsites:
+        env["HUGEZERO_CALLSITES"] = str(args.callsites)
+    try:
+        os.execvpe(cmd[0], cmd, env)
+    except OSError as e:
+        sys.exit("hugezero run: %s: %s" % (cmd[0], e.strerror))
+
+
+# ---- report ----
+
+def print_report(m):
+    print("%d process report(s)" % m["processes"])
+    c = m["counters"]
+    print("\ncalls by size class (all processes)")
+    print("%-8s %12s %14s %14s" % ("op", "from", "calls", "bytes"))
+    for (op, lo), (calls, nbytes) in sorted(m["classes"].items()):
+        print("%-8s %12s %14d %14d" % (op, size_name(lo), calls, nbytes))
+    print("\ncounters")
+    for k in SUMMARY:
+        if k in c:
+            print("  %-32s %d" % (k, c[k]))
+    if m["ab"]:
+        print("\nA/B arms (A: glibc's way, B: hugezero's); times in microseconds")
+        print("%-7s %9s | %7s %9s %9s %9s %9s %6s | %7s %9s %9s %9s %9s %6s | %-22s %s" % (
+            "op", "from", "A calls", "mean", "p50", "p90", "p99", "GB/s", "B calls", "mean", "p50",
+            "p90", "p99", "GB/s", "B/A [95% interval]", "verdict"))
+        for (op, lo), arms in sorted(m["ab"].items()):
+            row = "%-7s %9s |" % (op, size_name(lo))
+            for arm in "AB":
+                a = arms[arm]
+                mean = a["ns"] / a["calls"] / 1e3 if a["calls"] else 0
+                row += " %7d %9.1f %9.1f %9.1f %9.1f %6.1f |" % (
+                    a["calls"], mean, quantile(a["hist"], .5) / 1e3, quantile(a["hist"], .9) / 1e3,
+                    quantile(a["hist"], .99) / 1e3, a["bytes"] / a["ns"] if a["ns"] else 0)
+            cmp = compare(arms["A"], arms["B"])
+            if cmp:
+                row += " %.3f [%.3f, %.3f]   %s" % cmp
+            else:
+                row += " %-22s %s" % ("-", "not enough calls")
+            print(row)
+    if m["callsites"]:
+        print("\ntop call sites by bytes cleared")
+        for key, (calls, nbytes, frames) in sorted(m["callsites"].items(), key=lambda kv: -kv[1][1])[:10]:
+            f = frames[0] if frames else {"module": "?", "module_offset": 0, "build_id": ""}
+            print("  %14d bytes %9d calls  %s  (%s +0x%x %s)" % (
+                nbytes, calls, key, f["module"], f["module_offset"], f["build_id"]))
+
+
+def cmd_report(args):
+    files = [f for pattern in args.files for f in (glob.glob(pattern) or [pattern])]
+    m = merge(files)
+    if not m["processes"]:
+        sys.exit("hugezero report: no readable JSON report (run with --format json)")
+    print_report(m)
+    if args.svg:
+        plot.ab_chart(m, args.svg)
+        print("\nchart: %s" % args.svg)
+
+
+# ---- info ----
+
+def read(path, default="?"):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return default
+
+
+def cmd_info(args):
+    lib = library()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HUGEZERO_")}
+    env.update(LD_PRELOAD=lib, HUGEZERO_VERBOSE="1")
+    r = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True)
+    print("library: %s" % lib)
+    for line in r.stderr.splitlines():
+        print("  " + line.replace("hugezero: ", "", 1))
+    meminfo = dict(l.split(":", 1) for l in read("/proc/meminfo", "").splitlines() if ":" in l)
+    print("kernel: %s %s" % (platform.system(), platform.release()))
+    print("glibc: %s" % " ".join(platform.libc_ver()))
+    print("transparent huge pages: %s (defrag %s)" % (
+        read("/sys/kernel/mm/transparent_hugepage/enabled"),
+        read("/sys/kernel/mm/transparent_hugepage/defrag")))
+    print("hugetlb pages: %s total, %s free, size %s" % (
+        meminfo.get("HugePages_Total", "?").strip(), meminfo.get("HugePages_Free", "?").strip(),
+        meminfo.get("Hugepagesize", "?").strip()))
+
+
+# ---- bench ----
+
+def cmd_bench(args):
+    build = os.path.dirname(library())
+    for b in ("memset_bench", "calloc_bench", "alloc_bench", "release_bench"):
+        if not os.access(os.path.join(build, "bench", b), os.X_OK):
+            sys.exit("hugezero bench: %s not built (scripts/build.sh build -DHZ_BENCH=ON)"
+                     % os.path.join(build, "bench", b))
+    os.makedirs(args.out, exist_ok=True)
+    runs = [
+        ([os.path.join(build, "bench", "memset_bench"), "--reps", str(args.reps),
+          "--csv", os.path.join(args.out, "memset_bench.csv")], "the memset kernels against glibc"),
+        ([os.path.join(build, "bench", "calloc_bench"), "--reps", str(args.reps),
+          "--csv", os.path.join(args.out, "calloc_bench.csv")], "the large-block path against glibc's calloc"),
+        ([os.path.join(HERE, "alloc-bench.sh"), "--reps", str(args.reps),
+          "--csv", os.path.join(args.out, "alloc_bench.csv"), library()], "the allocators side by side"),
+    ]
+    for cmd, what in runs:
+        print("== %s: %s" % (what, " ".join(cmd)), flush=True)
+        if subprocess.run(cmd).returncode:
+            sys.exit("hugezero bench: %s failed" % cmd[0])
+    with open(os.path.join(args.out, "memset_bench.csv")) as f:
+        rows = list(csv.DictReader(f))
+    series = sorted({r["variant"] for r in rows}, key=lambda s: (s != "glibc", s != "hugezero", s))
+    plot.lines(rows, "size", "gbps", "variant", series, os.path.join(args.out, "memset_bench.svg"),
+               "memset throughput by size (GB/s, median)", "GB/s")
+    with open(os.path.join(args.out, "alloc_bench.csv")) as f:
+        plot.alloc([r for r in csv.DictReader(f) if not r["case"].startswith("release")],
+                   os.path.join(args.out, "alloc_bench.svg"))
+    print("\nCSV and SVG in %s" % args.out)

@@ -1,0 +1,48 @@
+"""Per-process JSON reports (HUGEZERO_STATS_FORMAT=json) merged into one:
+counters and size classes summed, the arms' raw sums and histograms added
+(so the statistics are computed afresh on the whole), call sites summed by
+their first three frames."""
+import json
+import sys
+
+
+def load(path):
+    """One report, or None (said on stderr) when it cannot be read."""
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        print("hugezero report: skipping %s: %s" % (path, e), file=sys.stderr)
+        return None
+
+
+def merge(files):
+    m = {"processes": 0, "counters": {}, "classes": {}, "ab": {}, "callsites": {}}
+    for path in files:
+        rep = load(path)
+        if rep is None:
+            continue
+        m["processes"] += 1
+        for k, v in rep.get("counters", {}).items():
+            m["counters"][k] = m["counters"].get(k, 0) + v
+        for op, cells in rep.get("classes", {}).items():
+            for c in cells:
+                cur = m["classes"].setdefault((op, c["min"]), [0, 0])
+                cur[0] += c["calls"]
+                cur[1] += c["bytes"]
+        for e in rep.get("ab", []):
+            cur = m["ab"].setdefault((e["op"], e["min"]),
+                                     {arm: {"calls": 0, "bytes": 0, "ns": 0.0, "ns2": 0.0, "hist": {}}
+                                      for arm in "AB"})
+            for arm in "AB":
+                for f in ("calls", "bytes", "ns", "ns2"):
+                    cur[arm][f] += e[arm][f]
+                for lo, n in e[arm]["hist"]:
+                    cur[arm]["hist"][lo] = cur[arm]["hist"].get(lo, 0) + n
+        for s in rep.get("callsites", []):
+            frames = s["frames"]
+            key = " <- ".join("%s+0x%x" % (f["function"] or "?", f["offset"]) for f in frames[:3])
+            cur = m["callsites"].setdefault(key, [0, 0, frames])
+            cur[0] += s["calls"]
+            cur[1] += s["bytes"]
+    return m

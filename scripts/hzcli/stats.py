@@ -1,0 +1,44 @@
+"""The A/B arms' statistics, as the library computes them (obs/ab_stats.c):
+the log-linear latency buckets, quantiles of a histogram, and the B/A ratio
+of mean times with its 95% interval by the delta method. tests/programs/
+cli.sh checks that these give the library's own figures on its report."""
+import math
+
+SUB = 4  # buckets a power of two (HZ_AB_H_SUB)
+
+
+def bucket_hi(lo):
+    """The upper bound of the bucket whose lower bound is lo (ns)."""
+    e = math.floor(math.log2(lo))
+    sub = round((lo / 2 ** e - 1) * SUB)
+    return 2 ** e * (1 + (sub + 1) / SUB)
+
+
+def quantile(hist, q):
+    """The q-quantile of a histogram {lower bound: count}: the midpoint of
+    the bucket it falls in; 0 for an empty one."""
+    total = sum(hist.values())
+    if not total:
+        return 0.0
+    want, seen = math.ceil(q * total), 0
+    for lo in sorted(hist):
+        seen += hist[lo]
+        if seen >= want and seen:
+            return (lo + bucket_hi(lo)) / 2
+    return 0.0
+
+
+def compare(a, b):
+    """(ratio, lo, hi, verdict) of arms a and b ({calls, ns, ns2}), or None
+    below 2 calls an arm."""
+    if a["calls"] < 2 or b["calls"] < 2:
+        return None
+    na, nb = a["calls"], b["calls"]
+    ma, mb = a["ns"] / na, b["ns"] / nb
+    va = max(0.0, (a["ns2"] - na * ma * ma) / (na - 1))
+    vb = max(0.0, (b["ns2"] - nb * mb * mb) / (nb - 1))
+    r = mb / ma
+    half = 1.96 * r * math.sqrt(vb / (nb * mb * mb) + va / (na * ma * ma))
+    lo, hi = r - half, r + half
+    verdict = "B faster" if hi < 1 else "B slower" if lo > 1 else "no difference"
+    return r, lo, hi, verdict
