@@ -21,15 +21,10 @@
 
 int hz_allocator_started;
 
-static const struct hz_option_value *opt(enum hz_option o)
-{
-	return hz_option(o);
-}
-
 /* The option's value when the environment gave one, else NULL. */
 static const char *given_str(enum hz_option o)
 {
-	return opt(o)->given ? opt(o)->str : NULL;
+	return hz_option(o)->given ? hz_option(o)->str : NULL;
 }
 
 /* ---- the allocator: the mode, the routing, the arenas ---- */
@@ -51,7 +46,7 @@ void hz_allocator_start(void)
 		return;
 	hz_os_init();
 	hz_options_load();
-	if (!hz_off_decide(opt(HZ_OPT_MODE)->str))
+	if (!hz_off_decide(hz_option(HZ_OPT_MODE)->str))
 		configure_allocator();
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
 }
@@ -73,15 +68,15 @@ static void configure_engine(void)
 
 static void configure_report(void)
 {
-	int bad = hz_report_setup(opt(HZ_OPT_STATS)->str, given_str(HZ_OPT_STATS_FORMAT),
-				  opt(HZ_OPT_STATS_INTERVAL_MS)->size);
+	int bad = hz_report_setup(hz_option(HZ_OPT_STATS)->str, given_str(HZ_OPT_STATS_FORMAT),
+				  hz_option(HZ_OPT_STATS_INTERVAL_MS)->size);
 	if (bad & HZ_REPORT_NO_CWD)
 		hz_os_log("ignoring HUGEZERO_STATS: no current directory", NULL, NULL);
 	if (bad & HZ_REPORT_TOO_LONG)
 		hz_os_log("ignoring HUGEZERO_STATS: path too long", NULL, NULL);
 	if (bad & HZ_REPORT_BAD_FORMAT)
 		hz_os_log("ignoring HUGEZERO_STATS_FORMAT: not text, json or prometheus: ",
-			  opt(HZ_OPT_STATS_FORMAT)->str, NULL);
+			  hz_option(HZ_OPT_STATS_FORMAT)->str, NULL);
 	if (bad & HZ_REPORT_NO_THREAD)
 		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread", NULL, NULL);
 }
@@ -114,14 +109,14 @@ static void configure_ab(void)
 		hz_os_log("HUGEZERO_AB: glibc's memset not found; arms off", NULL, NULL);
 		return;
 	}
-	const struct hz_option_value *seed = opt(HZ_OPT_AB_SEED), *min = opt(HZ_OPT_AB_MIN);
+	const struct hz_option_value *seed = hz_option(HZ_OPT_AB_SEED), *min = hz_option(HZ_OPT_AB_MIN);
 	hz_ab_setup(share, seed->given ? seed->size : hz_os_realtime_ns() / 1000000000u,
 		    min->size > HZ_FRONT_MAX ? min->size : HZ_FRONT_MAX + 1, glibc);
 }
 
 static void configure_callsites(void)
 {
-	uint64_t period = opt(HZ_OPT_CALLSITES)->size;
+	uint64_t period = hz_option(HZ_OPT_CALLSITES)->size;
 	if (!period)
 		return;
 	hz_backtrace_fn bt = hz_unwind_open();
@@ -187,7 +182,7 @@ void hz_init(void)
 	configure_report();
 	hz_obs_add_source(hz_large_counters);
 	hz_obs_add_source(hz_small_counters);
-	int verbose = opt(HZ_OPT_VERBOSE)->num;
+	int verbose = hz_option(HZ_OPT_VERBOSE)->num;
 	if (hz_mode_off) {
 		/* memset through the pointer, to glibc's; no arms. */
 		static void *next;

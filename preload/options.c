@@ -77,7 +77,7 @@ static int loaded;
 
 const struct hz_option_value *hz_option(enum hz_option o)
 {
-	return loaded ? &values[o] : &hz_options[o].def;
+	return __atomic_load_n(&loaded, __ATOMIC_ACQUIRE) ? &values[o] : &hz_options[o].def;
 }
 
 int hz_parse_size(const char *s, size_t *out)
@@ -201,47 +201,43 @@ const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap)
 	return buf;
 }
 
+#define V(o) hz_option(HZ_OPT_##o)
+
 void hz_options_engine(struct hz_engine_cfg *cfg)
 {
-	const struct hz_option_value *v = values;
-	if (!loaded)
-		hz_options_load();
 	*cfg = (struct hz_engine_cfg){
 		.policy = {
-			.medium_threshold = v[HZ_OPT_MEDIUM_THRESHOLD].size,
-			.nt_threshold = v[HZ_OPT_NT_THRESHOLD].size,
-			.use_streaming = v[HZ_OPT_STREAMING].num,
-			.use_clzero = v[HZ_OPT_CLZERO].num,
-			.force = v[HZ_OPT_KERNEL].str,
-			.small = v[HZ_OPT_KERNEL_SMALL].str,
-			.medium = v[HZ_OPT_KERNEL_MEDIUM].str,
-			.large = v[HZ_OPT_KERNEL_LARGE].str,
-			.near = v[HZ_OPT_KERNEL_NEAR].str,
+			.medium_threshold = V(MEDIUM_THRESHOLD)->size,
+			.nt_threshold = V(NT_THRESHOLD)->size,
+			.use_streaming = V(STREAMING)->num,
+			.use_clzero = V(CLZERO)->num,
+			.force = V(KERNEL)->str,
+			.small = V(KERNEL_SMALL)->str,
+			.medium = V(KERNEL_MEDIUM)->str,
+			.large = V(KERNEL_LARGE)->str,
+			.near = V(KERNEL_NEAR)->str,
 		},
-		.l2_size = v[HZ_OPT_L2_SIZE].size,
-		.l3_size = v[HZ_OPT_L3_SIZE].size,
-		.front = v[HZ_OPT_FRONT].str,
+		.l2_size = V(L2_SIZE)->size,
+		.l3_size = V(L3_SIZE)->size,
+		.front = V(FRONT)->str,
 	};
 }
 
 void hz_options_large(struct hz_large_cfg *cfg, size_t *large_min)
 {
-	const struct hz_option_value *v = values;
-	if (!loaded)
-		hz_options_load();
-	*large_min = v[HZ_OPT_LARGE_MIN].size;
+	*large_min = V(LARGE_MIN)->size;
 	if (*large_min < HZ_JE_LARGE_MIN) {
 		hz_os_log("ignoring HUGEZERO_LARGE_MIN below 16K", NULL, NULL);
 		*large_min = hz_options[HZ_OPT_LARGE_MIN].def.size;
 	}
-	const char *dirty = v[HZ_OPT_CALLOC_DIRTY].str;
+	const char *dirty = V(CALLOC_DIRTY)->str;
 	if (strcmp(dirty, "clear") && strcmp(dirty, "release"))
 		hz_os_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ", dirty, NULL);
 	*cfg = (struct hz_large_cfg){
-		.dirty_max = v[HZ_OPT_DIRTY_MAX].size,
-		.dirty_decay_ms = v[HZ_OPT_DIRTY_DECAY_MS].size,
-		.thp = v[HZ_OPT_THP].num,
-		.hugetlb = v[HZ_OPT_HUGETLB].num,
+		.dirty_max = V(DIRTY_MAX)->size,
+		.dirty_decay_ms = V(DIRTY_DECAY_MS)->size,
+		.thp = V(THP)->num,
+		.hugetlb = V(HUGETLB)->num,
 		.calloc_release = !strcmp(dirty, "release"),
 	};
 }

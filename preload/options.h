@@ -85,8 +85,8 @@ HZ_HIDDEN int hz_parse_size(const char *s, size_t *out);
 /* The default as the reference shows it, into buf. */
 HZ_HIDDEN const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
 
-/* Rooms' configurations from the options (the constructor's, and the
- * unit tests'). */
+/* Rooms' configurations from the options, once loaded (the
+ * constructor's, and the unit tests'). */
 struct hz_engine_cfg;
 struct hz_large_cfg;
 HZ_HIDDEN void hz_options_engine(struct hz_engine_cfg *cfg);
