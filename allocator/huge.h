@@ -43,7 +43,8 @@ int hz_huge_resize(struct hz_huge *h, size_t size);
 /* Moves it to a mapping of size bytes without copying (mremap): the new
  * place, or NULL (h unchanged) when the kernel cannot. */
 void *hz_huge_move(struct hz_huge *h, size_t size);
-/* Unregisters and unmaps a free huge block (its arena's lock held). */
+/* Unregisters and unmaps a free huge block (its arena's lock held, or one
+ * no other thread can reach yet). */
 void hz_huge_destroy(struct hz_huge *h);
 
 /* fork: the descriptor pool's lock (after the arenas', before the

@@ -1,7 +1,8 @@
 /* allocator/: the memory allocator below the exported malloc family. It
- * owns where a block goes (route.h), the small blocks' glue to the
- * embedded jemalloc (small.h), and the hugepage arenas for large blocks,
- * which this header is the entry to:
+ * owns where a block goes and the small blocks' glue to the embedded
+ * jemalloc (small.h; small.c is linked only where jemalloc is, in the
+ * library), and the hugepage arenas for large blocks, which this header
+ * is the entry to:
  *
  *   chunk.h     page runs in a 64 MiB chunk and which pages are known zero
  *   registry.h  address to chunk or huge block, lock-free

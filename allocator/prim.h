@@ -24,8 +24,8 @@
 
 /* The system's page size: 4096 until hz_os_init has run. */
 extern size_t hz_page_size;
-/* Reads what the process was started with (page size, setuid). Idempotent;
- * safe before any constructor and from inside malloc. */
+/* Reads the page size the process was started with. Idempotent; safe
+ * before any constructor and from inside malloc. */
 void hz_os_init(void);
 
 /* ---- memory ---- */
@@ -89,6 +89,8 @@ uint64_t hz_os_now_ns(void);
 uint64_t hz_os_realtime_ns(void);
 /* Sleeps ms milliseconds, resumed across signals. */
 void hz_os_sleep_ms(uint64_t ms);
+/* Lets another thread run (a short wait's turn). */
+void hz_os_yield(void);
 
 /* ---- environment ---- */
 

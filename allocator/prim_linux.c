@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mman.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -21,14 +22,12 @@
 #endif
 
 size_t hz_page_size = 4096;
-static int secure; /* AT_SECURE: the environment is not ours to read */
 
 void hz_os_init(void)
 {
 	size_t ps = getauxval(AT_PAGESZ);
 	if (ps >= 4096 && !(ps & (ps - 1)))
 		hz_page_size = ps;
-	secure = getauxval(AT_SECURE) != 0;
 }
 
 /* syscall() returns -1 and sets errno: the errno value, or 0, with errno
@@ -262,11 +261,19 @@ void hz_os_sleep_ms(uint64_t ms)
 	errno = saved;
 }
 
+void hz_os_yield(void)
+{
+	int saved = errno;
+	sched_yield();
+	errno = saved;
+}
+
 /* ---- environment ---- */
 
 const char *hz_os_getenv(const char *name)
 {
-	return secure ? NULL : getenv(name);
+	/* AT_SECURE: the environment belongs to another user. */
+	return getauxval(AT_SECURE) ? NULL : getenv(name);
 }
 
 int hz_os_pid(void)

@@ -21,7 +21,7 @@ static struct site sites[SITES];
 static uint64_t dropped; /* samples with no room left */
 static int busy;         /* the table's lock: taken with exchange, never waited for by a sampler */
 static unsigned period;
-static hz_backtrace_fn backtrace;
+static hz_backtrace_fn take_backtrace;
 int hz_callsites_on;
 
 static HZ_TLS long countdown;
@@ -39,7 +39,7 @@ static void callsites_child(void)
 void hz_callsites_setup(unsigned p, hz_backtrace_fn bt)
 {
 	period = p;
-	backtrace = bt;
+	take_backtrace = bt;
 	pthread_atfork(NULL, NULL, callsites_child);
 	__atomic_store_n(&hz_callsites_on, 1, __ATOMIC_RELEASE);
 }
@@ -80,7 +80,7 @@ void hz_callsite(size_t bytes)
 		return; /* the backtrace function called back into the library */
 	sampling = 1;
 	void *ip[HZ_SITE_FRAMES];
-	int n = backtrace(ip, HZ_SITE_FRAMES);
+	int n = take_backtrace(ip, HZ_SITE_FRAMES);
 	if (n > 0 && !__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE)) {
 		insert(ip, n, bytes);
 		__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);

@@ -14,7 +14,8 @@ struct hz_emitter;
 
 struct hz_out {
 	const struct hz_emitter *e;
-	int fd, error;
+	int fd;
+	int error; /* 0, or the errno value of the first write that failed */
 	unsigned n; /* items written so far in the current list (JSON commas) */
 	size_t len;
 	char buf[2048];
@@ -25,7 +26,7 @@ HZ_HIDDEN void hz_out_put(struct hz_out *o, const char *fmt, ...) __attribute__(
 /* Appends s as a quoted string, quotes and backslashes escaped, cut to
  * 196 bytes. */
 HZ_HIDDEN void hz_out_str(struct hz_out *o, const char *s);
-/* Writes what is buffered; sets o->error when a write fails. */
+/* Writes what is buffered; a failure is kept in o->error. */
 HZ_HIDDEN void hz_out_flush(struct hz_out *o);
 
 /* A report is begin, one counter call per figure (obs.h), classes, then

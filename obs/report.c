@@ -18,8 +18,9 @@
 
 void hz_out_flush(struct hz_out *o)
 {
-	if (o->len && hz_os_write_all(o->fd, o->buf, o->len))
-		o->error = 1;
+	int e = o->len ? hz_os_write_all(o->fd, o->buf, o->len) : 0;
+	if (e && !o->error)
+		o->error = e;
 	o->len = 0;
 }
 
@@ -51,7 +52,7 @@ void hz_out_str(struct hz_out *o, const char *s)
 	hz_out_put(o, "\"%s\"", buf);
 }
 
-/* ---- one report ---- */
+/* ---- one report: 0, or -1 with errno ---- */
 
 static const struct hz_emitter *const emitters[] = {&hz_emit_text, &hz_emit_json, &hz_emit_prom};
 
@@ -88,6 +89,8 @@ static int write_report(int fd, const struct hz_emitter *e)
 		e->callsites(&o);
 	e->end(&o);
 	hz_out_flush(&o);
+	if (o.error)
+		errno = o.error;
 	return o.error ? -1 : 0;
 }
 

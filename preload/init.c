@@ -19,56 +19,35 @@
 #include "options.h"
 #include "preload.h"
 
-int hz_allocator_started;
-
-/* The option's value when the environment gave one, else NULL. */
-static const char *given_str(enum hz_option o)
-{
-	return hz_option(o)->given ? hz_option(o)->str : NULL;
-}
-
 /* ---- the allocator: the mode, the routing, the arenas ---- */
 
-static void configure_allocator(void)
-{
-	struct hz_large_cfg cfg;
-	size_t large_min;
-	hz_options_large(&cfg, &large_min);
-	if (hz_page_size != HZ_PAGE) /* the arenas assume 4 KiB pages */
-		large_min = SIZE_MAX;
-	hz_large_setup(&cfg);
-	__atomic_store_n(&hz_large_min, large_min, __ATOMIC_RELAXED);
-}
+int hz_allocator_started;
 
+/* Two threads' first calls may come at once (before the constructor, in
+ * a program whose other libraries start threads): one starts the
+ * allocator, the other waits for it, a few microseconds. */
 void hz_allocator_start(void)
 {
+	static int starting;
 	if (__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE))
 		return;
+	if (__atomic_exchange_n(&starting, 1, __ATOMIC_ACQ_REL)) {
+		while (!__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE))
+			hz_os_yield();
+		return;
+	}
 	hz_os_init();
 	hz_options_load();
 	if (!hz_off_decide(hz_option(HZ_OPT_MODE)->str))
-		configure_allocator();
+		__atomic_store_n(&hz_large_min, hz_options_start_arenas(), __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
-}
-
-/* ---- the engine: caches, front end, policy ---- */
-
-static void configure_engine(void)
-{
-	struct hz_engine_cfg cfg;
-	hz_options_engine(&cfg);
-	int bad = hz_engine_setup(&cfg);
-	if (bad & HZ_ENGINE_BAD_FRONT)
-		hz_os_log("ignoring HUGEZERO_FRONT: unknown or unsupported on this CPU: ", cfg.front, NULL);
-	if (bad & HZ_ENGINE_BAD_KERNEL)
-		hz_os_log("ignoring a kernel name that is unknown or unsupported on this CPU", NULL, NULL);
 }
 
 /* ---- observability: the report, the arms, call sites ---- */
 
 static void configure_report(void)
 {
-	int bad = hz_report_setup(hz_option(HZ_OPT_STATS)->str, given_str(HZ_OPT_STATS_FORMAT),
+	int bad = hz_report_setup(hz_option(HZ_OPT_STATS)->str, hz_option(HZ_OPT_STATS_FORMAT)->str,
 				  hz_option(HZ_OPT_STATS_INTERVAL_MS)->size);
 	if (bad & HZ_REPORT_NO_CWD)
 		hz_os_log("ignoring HUGEZERO_STATS: no current directory", NULL, NULL);
@@ -95,7 +74,7 @@ static int parse_fraction(const char *s, double *f)
 static void configure_ab(void)
 {
 	static void *next;
-	const char *ab = given_str(HZ_OPT_AB);
+	const char *ab = hz_option(HZ_OPT_AB)->str;
 	double share;
 	if (!ab)
 		return;
@@ -161,7 +140,9 @@ static void print_configuration(void)
 			 hz_cpu.cpuid.size[l] >> 10);
 		hz_os_log(line, NULL, NULL);
 	}
-	hz_os_log("memset front end ", hz_memset_front_name(hz_memset_impl), " up to 16 KiB");
+	snprintf(line, sizeof line, "memset front end %s up to %u KiB",
+		 hz_memset_front_name(hz_memset_impl), HZ_FRONT_MAX >> 10);
+	hz_os_log(line, NULL, NULL);
 	snprintf(line, sizeof line, "hinted clears: neighbourhood by %s", hz_kernels[hz_policy.near].name);
 	hz_os_log(line, NULL, NULL);
 	for (int t = 0; t < HZ_TIERS; t++) {
@@ -193,7 +174,7 @@ void hz_init(void)
 			hz_os_log("HUGEZERO_MODE=off: memset and the malloc family are glibc's", NULL, NULL);
 		return;
 	}
-	configure_engine();
+	hz_options_start_engine();
 	configure_ab();
 	configure_callsites();
 	if (verbose)

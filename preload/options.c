@@ -203,9 +203,9 @@ const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap)
 
 #define V(o) hz_option(HZ_OPT_##o)
 
-void hz_options_engine(struct hz_engine_cfg *cfg)
+void hz_options_start_engine(void)
 {
-	*cfg = (struct hz_engine_cfg){
+	struct hz_engine_cfg cfg = {
 		.policy = {
 			.medium_threshold = V(MEDIUM_THRESHOLD)->size,
 			.nt_threshold = V(NT_THRESHOLD)->size,
@@ -221,36 +221,40 @@ void hz_options_engine(struct hz_engine_cfg *cfg)
 		.l3_size = V(L3_SIZE)->size,
 		.front = V(FRONT)->str,
 	};
+	int bad = hz_engine_setup(&cfg);
+	if (bad & HZ_ENGINE_BAD_FRONT)
+		hz_os_log("ignoring HUGEZERO_FRONT: unknown or unsupported on this CPU: ", cfg.front, NULL);
+	if (bad & HZ_ENGINE_BAD_KERNEL)
+		hz_os_log("ignoring a kernel name that is unknown or unsupported on this CPU", NULL, NULL);
 }
 
-void hz_options_large(struct hz_large_cfg *cfg, size_t *large_min)
+size_t hz_options_start_arenas(void)
 {
-	*large_min = V(LARGE_MIN)->size;
-	if (*large_min < HZ_JE_LARGE_MIN) {
+	size_t large_min = V(LARGE_MIN)->size;
+	if (large_min < HZ_JE_LARGE_MIN) {
 		hz_os_log("ignoring HUGEZERO_LARGE_MIN below 16K", NULL, NULL);
-		*large_min = hz_options[HZ_OPT_LARGE_MIN].def.size;
+		large_min = hz_options[HZ_OPT_LARGE_MIN].def.size;
 	}
+	if (hz_page_size != HZ_PAGE)
+		large_min = SIZE_MAX;
 	const char *dirty = V(CALLOC_DIRTY)->str;
 	if (strcmp(dirty, "clear") && strcmp(dirty, "release"))
 		hz_os_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ", dirty, NULL);
-	*cfg = (struct hz_large_cfg){
+	struct hz_large_cfg cfg = {
 		.dirty_max = V(DIRTY_MAX)->size,
 		.dirty_decay_ms = V(DIRTY_DECAY_MS)->size,
 		.thp = V(THP)->num,
 		.hugetlb = V(HUGETLB)->num,
 		.calloc_release = !strcmp(dirty, "release"),
 	};
+	hz_large_setup(&cfg);
+	return large_min;
 }
 
 void hz_options_setup(void)
 {
-	struct hz_engine_cfg engine;
-	struct hz_large_cfg large;
-	size_t large_min;
 	hz_os_init();
 	hz_options_load();
-	hz_options_engine(&engine);
-	hz_engine_setup(&engine);
-	hz_options_large(&large, &large_min);
-	hz_large_setup(&large);
+	hz_options_start_engine();
+	hz_options_start_arenas();
 }

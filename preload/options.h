@@ -85,17 +85,16 @@ HZ_HIDDEN int hz_parse_size(const char *s, size_t *out);
 /* The default as the reference shows it, into buf. */
 HZ_HIDDEN const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
 
-/* Rooms' configurations from the options, once loaded (the
- * constructor's, and the unit tests'). */
-struct hz_engine_cfg;
-struct hz_large_cfg;
-HZ_HIDDEN void hz_options_engine(struct hz_engine_cfg *cfg);
-/* The arenas', and from which size blocks go to them (*large_min); a bad
- * value is named on stderr and its default used. */
-HZ_HIDDEN void hz_options_large(struct hz_large_cfg *cfg, size_t *large_min);
-/* The OS primitives, the engine and the arenas started from the options
- * as the library starts them, for programs that link the rooms without
- * the library: the unit tests and the benchmarks. */
+/* The rooms started from the options, once loaded; a value a room cannot
+ * take is named on stderr (and its default used, or the room's own
+ * choice). The engine (hz_engine_setup): */
+HZ_HIDDEN void hz_options_start_engine(void);
+/* The arenas (hz_large_setup); returns from which size blocks go to them:
+ * SIZE_MAX where pages are not 4 KiB, which the arenas assume. */
+HZ_HIDDEN size_t hz_options_start_arenas(void);
+/* The OS primitives, the options, the engine and the arenas, as the
+ * library starts them, for programs that link the rooms without it: the
+ * unit tests and the benchmarks. */
 HZ_HIDDEN void hz_options_setup(void);
 
 #endif

@@ -4,7 +4,8 @@ of mean times with its 95% interval by the delta method. tests/programs/
 cli.sh checks that these give the library's own figures on its report."""
 import math
 
-SUB = 4  # buckets a power of two (HZ_AB_H_SUB)
+LO, MAJ, SUB = 6, 32, 4  # HZ_AB_H_LO, HZ_AB_H_MAJ, HZ_AB_H_SUB
+LAST = 2 ** (LO + MAJ - 1) * (1 + (SUB - 1) / SUB)  # the last bucket's lower bound
 
 
 def bucket_hi(lo):
@@ -16,7 +17,8 @@ def bucket_hi(lo):
 
 def quantile(hist, q):
     """The q-quantile of a histogram {lower bound: count}: the midpoint of
-    the bucket it falls in; 0 for an empty one."""
+    the bucket it falls in (the last, open bucket: its lower bound); 0 for
+    an empty one."""
     total = sum(hist.values())
     if not total:
         return 0.0
@@ -24,7 +26,7 @@ def quantile(hist, q):
     for lo in sorted(hist):
         seen += hist[lo]
         if seen >= want and seen:
-            return (lo + bucket_hi(lo)) / 2
+            return lo if lo >= LAST else (lo + bucket_hi(lo)) / 2
     return 0.0
 
 

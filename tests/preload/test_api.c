@@ -3,6 +3,7 @@
  * counters by name. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,4 +64,26 @@ Test(api, counters)
 	cr_assert_eq(hz_stat("no.such.counter", &after), ENOENT);
 	cr_assert_eq(hz_stat("kernel.c.nothing", &after), ENOENT);
 	free(p);
+}
+
+/* The report on demand: an unknown format is EINVAL, and a report that
+ * cannot be written (stderr on a full device) is -1 with the write's
+ * errno. */
+Test(api, stats_dump_errors)
+{
+	errno = 0;
+	cr_assert_eq(hz_stats_dump("stderr", "xml"), -1);
+	cr_assert_eq(errno, EINVAL);
+	int full = open("/dev/full", O_WRONLY), saved = dup(2);
+	cr_assert(full >= 0 && saved >= 0);
+	cr_assert_eq(dup2(full, 2), 2);
+	errno = 0;
+	int rc = hz_stats_dump("stderr", "text");
+	int e = errno;
+	dup2(saved, 2);
+	close(saved);
+	close(full);
+	cr_assert_eq(rc, -1);
+	cr_assert_eq(e, ENOSPC, "errno %d", e);
+	cr_assert_eq(hz_stats_dump("stderr", "json"), 0);
 }

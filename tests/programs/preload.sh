@@ -232,6 +232,8 @@ hugetlb_pool() {
 }
 nr=/proc/sys/vm/nr_hugepages
 pool=$(cat $nr)
+# The machine's pool is put back however this script ends.
+trap 'echo "$pool" >"$nr" 2>/dev/null; rm -rf "$work"' EXIT
 if [ "$(id -u)" -eq 0 ]; then
 	if echo 0 2>/dev/null >$nr && [ "$(hugetlb_free)" -lt 32 ]; then
 		hugetlb_short
