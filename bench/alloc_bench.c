@@ -1,6 +1,6 @@
 /* The allocator benchmark: plain malloc/calloc/free, so whatever allocator
- * is preloaded (or glibc's, with none) serves it. It links neither hzcore
- * nor hugezero. One mode per process, so the peak RSS it reports is that
+ * is preloaded (or glibc's, with none) serves it. It links no room of the
+ * library. One mode per process, so the peak RSS it reports is that
  * allocator's alone; scripts/alloc-bench.sh runs every mode under every
  * allocator, alternated, and takes medians.
  *
