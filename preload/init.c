@@ -25,13 +25,18 @@ int hz_allocator_started;
 
 /* Two threads' first calls may come at once (before the constructor, in
  * a program whose other libraries start threads): one starts the
- * allocator, the other waits for it, a few microseconds. */
+ * allocator, the other waits for it, a few microseconds. A signal handler
+ * interrupting the start on its own thread does not wait for itself: it
+ * goes on with the allocator as it finds it. */
 void hz_allocator_start(void)
 {
 	static int starting;
-	if (__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE))
+	static HZ_TLS int starting_here;
+	if (__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE) || starting_here)
 		return;
+	starting_here = 1;
 	if (__atomic_exchange_n(&starting, 1, __ATOMIC_ACQ_REL)) {
+		starting_here = 0;
 		while (!__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE))
 			hz_os_yield();
 		return;
@@ -41,6 +46,7 @@ void hz_allocator_start(void)
 	if (!hz_off_decide(hz_option(HZ_OPT_MODE)->str))
 		__atomic_store_n(&hz_large_min, hz_options_start_arenas(), __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
+	starting_here = 0;
 }
 
 /* ---- observability: the report, the arms, call sites ---- */
