@@ -3,6 +3,7 @@
 
 #include "../obs/counters.h"
 #include "chunk.h"
+#include "registry.h"
 
 /* ---- bitmaps over HZ_CHUNK_PAGES bits ---- */
 
@@ -65,10 +66,10 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 	if (hz_page_size != HZ_PAGE)
 		return ENOMEM; /* another page size: chunks do not apply */
 	void *base;
-	if (hugetlb && !hz_os_map_hugetlb(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE, &base)) {
+	if (hugetlb && !hz_reg_map(HZ_CHUNK_SIZE, 1, &base)) {
 		c->hugetlb = 1;
 	} else {
-		if (hz_os_map(HZ_CHUNK_SIZE, HZ_CHUNK_SIZE, &base))
+		if (hz_reg_map(HZ_CHUNK_SIZE, 0, &base))
 			return ENOMEM;
 		/* THP may be unavailable (disabled for the process, or not
 		 * built in): the chunk then works on small pages. */

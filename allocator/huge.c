@@ -138,7 +138,7 @@ static struct hz_huge *map_new(struct hz_arena *a, size_t mapped)
 	void *base;
 	if (!h)
 		return NULL;
-	if (hz_os_map(mapped, HZ_CHUNK_SIZE, &base)) {
+	if (hz_reg_map(mapped, 0, &base)) {
 		desc_put(h);
 		return NULL;
 	}
@@ -233,7 +233,7 @@ void *hz_huge_move(struct hz_huge *h, size_t size)
 	/* A new place aligned to the chunk size, registered; the old slots
 	 * unregistered before the kernel moves the pages there, so no other
 	 * mapping appears where the registry says "ours". */
-	if (hz_os_map(mapped, HZ_CHUNK_SIZE, &dst)) {
+	if (hz_reg_map(mapped, 0, &dst)) {
 		pthread_mutex_unlock(&a->lock);
 		return NULL;
 	}

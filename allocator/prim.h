@@ -27,6 +27,9 @@ extern size_t hz_page_size;
 /* Reads the page size the process was started with. Idempotent; safe
  * before any constructor and from inside malloc. */
 void hz_os_init(void);
+/* 64 random bits the kernel gave the process at exec (AT_RANDOM), for
+ * address-space layout; no syscall. */
+uint64_t hz_os_random64(void);
 
 /* ---- memory ---- */
 
@@ -38,6 +41,11 @@ int hz_os_map(size_t size, size_t align, void **out);
  * it), reserved from the pool at once: ENOMEM when the pool cannot give
  * them (the caller falls back and counts it). */
 int hz_os_map_hugetlb(size_t size, size_t align, void **out);
+/* Maps size bytes at exactly at (aligned to the page size), replacing
+ * nothing: 0; EEXIST when anything is mapped there; ENOMEM otherwise (out
+ * of memory, past the address space, or a short hugetlb pool). hugetlb
+ * as hz_os_map_hugetlb. */
+int hz_os_map_at(void *at, size_t size, int hugetlb);
 /* Unmaps [p, p+size). */
 int hz_os_unmap(void *p, size_t size);
 /* Asks for transparent huge pages on [p, p+size) (MADV_HUGEPAGE); EINVAL

@@ -30,6 +30,15 @@ void hz_os_init(void)
 		hz_page_size = ps;
 }
 
+uint64_t hz_os_random64(void)
+{
+	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+	uint64_t v = 0;
+	for (int i = 0; r && i < 8; i++)
+		v = v << 8 | r[i];
+	return v;
+}
+
 /* syscall() returns -1 and sets errno: the errno value, or 0, with errno
  * put back as it was. */
 static int status(long r, int saved)
@@ -78,24 +87,33 @@ int hz_os_map(size_t size, size_t align, void **out)
 int hz_os_map_hugetlb(size_t size, size_t align, void **out)
 {
 	/* An aligned hole found with an ordinary mapping, then the hugetlb
-	 * mapping put there without replacing anything (another thread may
-	 * have mapped the hole meanwhile: then this fails). No
-	 * MAP_NORESERVE: the pages are reserved now, so a short pool fails
-	 * here rather than with SIGBUS at the first touch. */
+	 * mapping put there (another thread may have mapped the hole
+	 * meanwhile: then this fails). */
 	void *hole;
 	int e = hz_os_map(size, align, &hole);
 	if (e)
 		return e;
 	hz_os_unmap(hole, size);
-	int saved = errno;
-	long r = map_raw(hole, size, MAP_HUGETLB | MAP_HUGE_2MB | MAP_FIXED_NOREPLACE);
-	if (status(r, saved))
+	if (hz_os_map_at(hole, size, 1))
 		return ENOMEM;
-	if ((void *)r != hole) { /* kernels before 4.17 take it as a hint */
-		hz_os_unmap((void *)r, size);
-		return ENOMEM;
-	}
 	*out = hole;
+	return 0;
+}
+
+int hz_os_map_at(void *at, size_t size, int hugetlb)
+{
+	/* No MAP_NORESERVE for hugetlb: its pages are reserved now, so a
+	 * short pool fails here rather than with SIGBUS at the first touch. */
+	int flags = MAP_FIXED_NOREPLACE | (hugetlb ? MAP_HUGETLB | MAP_HUGE_2MB : MAP_NORESERVE);
+	int saved = errno;
+	long r = map_raw(at, size, flags);
+	int e = status(r, saved);
+	if (e)
+		return e == EEXIST ? EEXIST : ENOMEM;
+	if ((void *)r != at) { /* kernels before 4.17 take it as a hint */
+		hz_os_unmap((void *)r, size);
+		return EEXIST;
+	}
 	return 0;
 }
 

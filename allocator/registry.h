@@ -40,8 +40,31 @@ HZ_HIDDEN int hz_reg_set(const void *base, size_t len, uintptr_t e);
  * may end inside its last slot, where other memory can follow). */
 HZ_HIDDEN int hz_huge_holds(const void *p, uintptr_t e);
 
+/* The window: the arenas place their chunks and huge blocks at addresses
+ * they choose, in [hz_reg_lo, hz_reg_lo + hz_reg_span), so that a pointer
+ * outside it (every one of jemalloc's) is known not to be theirs with no
+ * load of the table: free's first test, two loads of one cache line.
+ * Inside, the table decides. Where the kernel leaves no room there
+ * (another mapping, or an address space that ends below it), memory is
+ * mapped anywhere and the window widens to every address; so does
+ * HUGEZERO_MODE=off, whose frees all take the slow path. */
+#define HZ_REG_WINDOW_LO ((uintptr_t)1 << 44) /* 16 TiB */
+#define HZ_REG_WINDOW ((uintptr_t)1 << 44)
+HZ_HIDDEN extern uintptr_t hz_reg_lo, hz_reg_span;
+static inline int hz_reg_maybe(const void *p)
+{
+	return (uintptr_t)p - __atomic_load_n(&hz_reg_lo, __ATOMIC_RELAXED) <
+	       __atomic_load_n(&hz_reg_span, __ATOMIC_RELAXED);
+}
+
+/* Maps size bytes for the arenas, aligned to HZ_CHUNK_SIZE, in the window
+ * where there is room (hugetlb as hz_os_map_hugetlb): 0, or ENOMEM. */
+HZ_HIDDEN int hz_reg_map(size_t size, int hugetlb, void **out);
+/* Every address from now on may be the arenas': free asks the table. */
+HZ_HIDDEN void hz_reg_widen(void);
+
 /* Whether p lies in memory of the arenas (a chunk or a huge block): no
- * lock, inline on free's path. Memory outside is someone else's. */
+ * lock. Memory outside is someone else's. */
 static inline int hz_large_owns(const void *p)
 {
 	uintptr_t e = hz_reg_get(p);

@@ -4,17 +4,15 @@
 
 #include "dynamic.h"
 
-void *hz_glibc_lookup(void **cache, const char *name)
+void *hz_lib_lookup(void **cache, const char *soname, const char *name)
 {
-	static void *libc;
 	void *f = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
 	if (f)
 		return f;
-	/* In libc.so.6's own scope: another library (libjemalloc, for a
-	 * program built for it) may define the name before glibc does. */
-	if (!libc)
-		libc = dlopen("libc.so.6", RTLD_LAZY | RTLD_NOLOAD);
-	f = libc ? dlsym(libc, name) : NULL;
+	/* In the library's own scope: another library (libjemalloc, for a
+	 * program built for it) may define the name before it does. */
+	void *lib = dlopen(soname, RTLD_LAZY | RTLD_NOLOAD);
+	f = lib ? dlsym(lib, name) : NULL;
 	__atomic_store_n(cache, f, __ATOMIC_RELEASE);
 	return f;
 }

@@ -9,8 +9,14 @@
 
 #include "../obs/callsites.h"
 
-/* glibc's definition of name, cached in *cache; NULL when there is none. */
-HZ_HIDDEN void *hz_glibc_lookup(void **cache, const char *name);
+/* The definition of name in the loaded library soname, cached in *cache;
+ * NULL when there is none (or the library is not loaded). */
+HZ_HIDDEN void *hz_lib_lookup(void **cache, const char *soname, const char *name);
+/* glibc's definition of name (libc.so.6's), the same way. */
+static inline void *hz_glibc_lookup(void **cache, const char *name)
+{
+	return hz_lib_lookup(cache, "libc.so.6", name);
+}
 /* libunwind's unw_backtrace, from libunwind opened privately (RTLD_LOCAL:
  * its _Unwind_Backtrace and backtrace never become the program's); NULL
  * when it is not installed. */

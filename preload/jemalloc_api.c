@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "../allocator/large.h"
+#include "../allocator/registry.h"
 #include "../allocator/small.h"
 #include "../obs/counters.h"
 #include "preload.h"
@@ -46,26 +47,24 @@ HZ_EXPORT size_t sallocx(const void *p, int flags)
 	return malloc_usable_size((void *)p);
 }
 
-/* The arenas' blocks, and every block in off mode, go back as free takes
- * them (its counting, errno and bad-pointer checks); jemalloc's with
- * their flags. */
+/* A block that may be the arenas' (every block in off mode) goes back as
+ * free takes it (its counting, errno and bad-pointer checks); jemalloc's
+ * with their flags. */
 HZ_EXPORT void dallocx(void *p, int flags)
 {
-	if (hz_unlikely(hz_mode_off | hz_large_owns(p))) {
-		free(p);
+	if (hz_unlikely(hz_reg_maybe(p))) {
+		hz_free_slow(p);
 		return;
 	}
-	hz_count_free();
 	hz_je_dallocx(p, flags);
 }
 
 HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
 {
-	if (hz_unlikely(hz_mode_off | hz_large_owns(p))) {
-		free(p);
+	if (hz_unlikely(hz_reg_maybe(p))) {
+		hz_free_slow(p);
 		return;
 	}
-	hz_count_free();
 	hz_je_sdallocx(p, size, flags);
 }
 

@@ -18,6 +18,7 @@
 #include "../obs/counters.h"
 #include "glibc.h"
 #include "options.h"
+#include "fast.h"
 #include "preload.h"
 
 void hz_bad_pointer(const char *what)
@@ -35,33 +36,32 @@ void *hz_moved(void *q, void *p, size_t have, size_t size)
 	return q;
 }
 
-/* Blocks from hz_large_min up, and every block until the allocator has
- * started (hz_large_min is 0 until then) or while it forwards to glibc. */
-static HZ_NOINLINE void *alloc_large(size_t size, int zero)
+/* The slow path of malloc and calloc (fast.h): blocks from hz_large_min
+ * up, calloc's from HZ_JE_LARGE_MIN, and every block until the allocator
+ * has started or while it forwards to glibc (hz_large_min is 0 then).
+ * Counted here; the blocks of jemalloc's fast paths are counted by
+ * jemalloc (malloc.small.*). */
+void *hz_alloc_slow(size_t size, int zero)
 {
+	if (hz_unlikely(hz_mode_off))
+		return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
 	if (hz_unlikely(!hz_allocator_started)) {
 		hz_allocator_start();
-		if (!hz_mode_off && !hz_route_large(size))
-			return zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
+		if (hz_mode_off)
+			return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
 	}
-	if (hz_mode_off)
-		return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
+	if (!hz_route_large(size)) {
+		if (!zero)
+			return hz_je_malloc(size);
+		hz_count(HZ_OP_CALLOC, size);
+		return hz_small_clears(size) ? hz_small_calloc(size, 0) : hz_je_calloc(1, size);
+	}
+	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
 	if (zero && hz_unlikely(hz_callsites_on))
 		hz_callsite(size);
 	if (zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min)
 		return hz_ab_calloc(size, hz_large_alloc);
 	return hz_large_alloc(size, zero);
-}
-
-static void *alloc(size_t size, int zero)
-{
-	if (hz_route_large(size))
-		return alloc_large(size, zero);
-	/* jemalloc's malloc and calloc, not mallocx: they have its fast path,
-	 * and set errno to ENOMEM on failure. */
-	if (!zero)
-		return hz_je_malloc(size);
-	return hz_small_clears(size) ? hz_small_calloc(size, 0) : hz_je_calloc(1, size);
 }
 
 /* n * size into *total: 0, or -1 with errno ENOMEM when it overflows. */
@@ -75,8 +75,7 @@ static int array_size(size_t n, size_t size, size_t *total)
 
 HZ_EXPORT void *malloc(size_t size)
 {
-	hz_count(HZ_OP_MALLOC, size);
-	return alloc(size, 0);
+	return hz_fast_malloc(size);
 }
 
 HZ_EXPORT void *calloc(size_t n, size_t size)
@@ -84,19 +83,27 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 	size_t total;
 	if (array_size(n, size, &total))
 		return NULL;
-	hz_count(HZ_OP_CALLOC, total);
-	return alloc(total, 1);
+	/* jemalloc's calloc below its first large class, where its memory
+	 * is cleared in place or known fresh (small.h). */
+	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_min))
+		return hz_je_calloc(1, total);
+	return hz_alloc_slow(total, 1);
 }
 
 /* free preserves errno (POSIX 2024, glibc 2.33). jemalloc's free touches
  * it only when a system call fails (a purge's madvise); the arenas' path
  * may release memory, so it saves errno. */
-static HZ_NOINLINE void free_slow(void *p)
+void hz_free_slow(void *p)
 {
-	if (!hz_large_owns(p)) { /* HUGEZERO_MODE=off */
+	if (hz_unlikely(hz_mode_off)) {
 		hz_glibc_free(p);
 		return;
 	}
+	if (!hz_large_owns(p)) { /* jemalloc's, in a widened window */
+		hz_je_free(p);
+		return;
+	}
+	hz_count_free();
 	int saved = errno;
 	if (hz_large_free(p))
 		hz_bad_pointer("free(): invalid pointer");
@@ -105,11 +112,7 @@ static HZ_NOINLINE void free_slow(void *p)
 
 HZ_EXPORT void free(void *p)
 {
-	hz_count_free();
-	if (hz_unlikely(hz_mode_off | hz_large_owns(p)))
-		free_slow(p);
-	else
-		hz_je_free(p);
+	hz_fast_free(p);
 }
 
 HZ_EXPORT void free_sized(void *p, size_t size)
@@ -129,14 +132,14 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	if (hz_unlikely(hz_large_owns(p)))
-		return hz_large_usable(p);
+	if (hz_likely(!hz_reg_maybe(p)))
+		return hz_je_malloc_usable_size(p);
 	if (hz_unlikely(hz_mode_off))
 		return hz_off_malloc_usable_size(p);
-	return hz_je_malloc_usable_size(p);
+	return hz_large_owns(p) ? hz_large_usable(p) : hz_je_malloc_usable_size(p);
 }
 
-HZ_EXPORT void *realloc(void *p, size_t size)
+static HZ_NOINLINE void *realloc_slow(void *p, size_t size)
 {
 	if (!p)
 		return malloc(size);
@@ -144,10 +147,11 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 		free(p);
 		return NULL;
 	}
-	hz_count(HZ_OP_REALLOC, size);
-	int mine = hz_large_owns(p);
-	if (hz_unlikely(hz_mode_off) && !mine)
+	if (hz_unlikely(hz_mode_off))
 		return hz_glibc_realloc(p, size);
+	int mine = hz_large_owns(p);
+	if (mine || hz_route_large(size))
+		hz_count(HZ_OP_REALLOC, size);
 	size_t old = mine ? hz_large_usable(p) : 0;
 	if (mine && !old)
 		hz_bad_pointer("realloc(): invalid pointer");
@@ -160,7 +164,16 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 		return q;
 	}
 	/* Between jemalloc and the arenas: a new block, the bytes copied. */
-	return hz_moved(alloc(size, 0), p, old ? old : hz_je_sallocx(p, 0), size);
+	return hz_moved(hz_fast_malloc(size), p, old ? old : hz_je_sallocx(p, 0), size);
+}
+
+/* Between two sizes below hz_large_min, a block of jemalloc's is
+ * jemalloc's realloc (which sets errno to ENOMEM when it fails). */
+HZ_EXPORT void *realloc(void *p, size_t size)
+{
+	if (hz_likely(size && size < hz_large_min && !hz_reg_maybe(p)))
+		return hz_je_realloc(p, size);
+	return realloc_slow(p, size);
 }
 
 HZ_EXPORT void *reallocarray(void *p, size_t n, size_t size)
@@ -171,7 +184,7 @@ HZ_EXPORT void *reallocarray(void *p, size_t n, size_t size)
 
 /* align: a power of two. Up to a page, the arenas' blocks qualify; larger
  * alignments go to jemalloc, which honours any. */
-static void *alloc_aligned(size_t align, size_t size)
+void *hz_alloc_aligned(size_t align, size_t size)
 {
 	if (hz_unlikely(!hz_allocator_started))
 		hz_allocator_start();
@@ -190,7 +203,7 @@ HZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)
 	if (align < sizeof(void *) || (align & (align - 1)))
 		return EINVAL;
 	int saved = errno; /* posix_memalign reports in its result only */
-	void *p = alloc_aligned(align, size);
+	void *p = hz_alloc_aligned(align, size);
 	errno = saved;
 	if (!p)
 		return ENOMEM;
@@ -211,12 +224,12 @@ HZ_EXPORT void *memalign(size_t align, size_t size)
 	size_t a = sizeof(void *);
 	while (a < align)
 		a <<= 1;
-	return alloc_aligned(a, size);
+	return hz_alloc_aligned(a, size);
 }
 
 HZ_EXPORT void *valloc(size_t size)
 {
-	return alloc_aligned(hz_page_size, size);
+	return hz_alloc_aligned(hz_page_size, size);
 }
 
 HZ_EXPORT void *pvalloc(size_t size)
@@ -226,7 +239,7 @@ HZ_EXPORT void *pvalloc(size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	return alloc_aligned(ps, size ? hz_round_up(size, ps) : ps);
+	return hz_alloc_aligned(ps, size ? hz_round_up(size, ps) : ps);
 }
 
 /* Releases all it can: the arenas' free dirty pages, partial huge pages

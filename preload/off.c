@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../allocator/prim.h"
+#include "../allocator/registry.h"
 #include "../allocator/small.h"
 #include "dynamic.h"
 #include "glibc.h"
@@ -32,6 +33,8 @@ int hz_off_decide(const char *mode)
 		off = 0;
 	}
 	hz_mode_off = off;
+	if (off) /* every free then reaches hz_free_slow, which forwards */
+		hz_reg_widen();
 	return off;
 }
 

@@ -52,6 +52,14 @@ HZ_HIDDEN HZ_NOINLINE void *hz_off_rallocx(void *p, size_t size, int flags);
 
 /* ---- malloc.c ---- */
 
+/* malloc's and calloc's way past the fast paths (fast.h): a block of size
+ * bytes, cleared when zero is 1. */
+HZ_HIDDEN HZ_NOINLINE void *hz_alloc_slow(size_t size, int zero);
+/* free's way for a pointer that may be the arenas' (or glibc's). */
+HZ_HIDDEN HZ_NOINLINE void hz_free_slow(void *p);
+/* A block aligned to align (a power of two); NULL and errno ENOMEM. */
+HZ_HIDDEN void *hz_alloc_aligned(size_t align, size_t size);
+
 /* glibc's message for a pointer free cannot take, and abort. */
 HZ_HIDDEN __attribute__((noreturn)) void hz_bad_pointer(const char *what);
 /* A block moved between owners: min(have, size) bytes of p copied into

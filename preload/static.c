@@ -3,9 +3,10 @@
 
 #include "dynamic.h"
 
-void *hz_glibc_lookup(void **cache, const char *name)
+void *hz_lib_lookup(void **cache, const char *soname, const char *name)
 {
 	(void)cache;
+	(void)soname;
 	(void)name;
 	return NULL;
 }

@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -327,4 +328,51 @@ Test(large, over_budget_the_least_recently_freed_goes_first, .timeout = 60)
 	cr_assert_eq(hz_large_alloc(n, 1), h, "the cached block serves again");
 	hz_large_free(h);
 	hz_large_trim();
+}
+
+/* The window: chunks and huge blocks inside it, a pointer outside it known
+ * foreign with no lookup; with the window taken by another mapping, the
+ * arenas map elsewhere and the window widens to every address, so their
+ * blocks are still found as theirs. */
+static int take(void *at, size_t size)
+{
+	int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE;
+	return mmap(at, size, PROT_NONE, flags, -1, 0) == at;
+}
+
+Test(large, window_used_and_widened_when_taken)
+{
+	void *c = hz_large_alloc(100000, 0), *h = hz_large_alloc((size_t)40 << 20, 0);
+	cr_assert(c && h);
+	cr_assert(hz_reg_maybe(c) && hz_reg_maybe(h), "%p %p outside the window", c, h);
+	int local;
+	void *heap = malloc(64);
+	cr_assert(!hz_reg_maybe(&local) && !hz_reg_maybe(heap) && !hz_reg_maybe(NULL));
+	cr_assert_eq(hz_large_free(c), 0);
+	cr_assert_eq(hz_large_free(h), 0);
+
+	/* Everything the window holds is the arenas' (unmapped or cached):
+	 * take the rest of it, then ask for more than the cache holds. */
+	unsigned char *lo = (unsigned char *)HZ_REG_WINDOW_LO, *hi = lo + HZ_REG_WINDOW;
+	size_t taken = 0;
+	for (unsigned char *at = lo; at < hi; at += (size_t)1 << 36) {
+		if (take(at, (size_t)1 << 36))
+			taken++;
+		else /* a piece the arenas use: by chunks */
+			for (size_t off = 0; off < (size_t)1 << 36; off += HZ_CHUNK_SIZE)
+				taken += take(at + off, HZ_CHUNK_SIZE);
+	}
+	cr_assert(taken > 0);
+	void *blocks[4];
+	for (int i = 0; i < 4; i++) {
+		blocks[i] = hz_large_alloc((size_t)(100 + i) << 20, 0);
+		cr_assert_not_null(blocks[i]);
+		memset(blocks[i], 1, 4096);
+		cr_assert(hz_reg_maybe(blocks[i]) && hz_large_owns(blocks[i]));
+	}
+	cr_assert(hz_reg_maybe(heap), "the window did not widen");
+	cr_assert(!hz_large_owns(heap));
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(hz_large_free(blocks[i]), 0);
+	free(heap);
 }

@@ -2,9 +2,9 @@
 # The built libhugezero.so preloaded into real programs: their output must
 # be identical to a run without it, and the dynamic linker must have bound
 # their memset to the library (LD_DEBUG=bindings), so the library was used.
-# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY JEAPI_BINARY TRAP_DLSYM_LIB
+# Usage: preload.sh LIB FORTIFY_BINARY EARLY_BINARY ABI_BINARY JEAPI_BINARY TRAP_DLSYM_LIB CXX_BINARY
 set -u
-lib=$1 fortify=$2 early=$3 abi=$4 jeapi=$5 trap=$6
+lib=$1 fortify=$2 early=$3 abi=$4 jeapi=$5 trap=$6 cxx=$7
 . "$(dirname "$0")/../util/common.sh"
 
 # same NAME CMD...: stdout with and without the library must match, and
@@ -273,9 +273,31 @@ else
 	bad "jemalloc's API preloaded: $(echo "$out" | tail -5)"
 fi
 
-# Only the interposed ABI and the hz_ API are exported.
-exports=$(nm -D --defined-only "$lib" | awk '{print $3}' | sort | tr '\n' ' ')
+# Only the interposed ABI and the hz_ API are exported, and C++'s
+# operators: exactly those Debian's libjemalloc.so.2 exports.
+exports=$(nm -D --defined-only "$lib" | awk '$3 !~ /^_Z/ {print $3}' | sort | tr '\n' ' ')
 want="__bzero __explicit_bzero_chk __memset_chk aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat hz_stats_dump mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
+# C++'s operators in a C++ program: bound to the library (on and off),
+# every check holding, and on libstdc++'s own as well.
+for mode in on off; do
+	if out=$(HUGEZERO_MODE=$mode LD_PRELOAD=$lib "$cxx" 2>&1) && grep -qx "operator new from $lib" <<<"$out"; then
+		ok "C++ operators, HUGEZERO_MODE=$mode: $(tail -1 <<<"$out")"
+	else
+		bad "C++ operators, HUGEZERO_MODE=$mode: $(head -c 600 <<<"$out")"
+	fi
+done
+if out=$("$cxx" 2>&1) && grep -q '^operator new from .*libstdc++' <<<"$out"; then
+	ok "C++ operators on libstdc++'s: $(tail -1 <<<"$out")"
+else
+	bad "C++ operators on libstdc++'s: $(head -c 600 <<<"$out")"
+fi
+operators() { nm -D --defined-only "$1" | awk '$3 ~ /^_Z/ {print $3}' | sort | tr '\n' ' '; }
+ours=$(operators "$lib") theirs=$(operators "$(ldd "$jeapi" | awk '/libjemalloc/ {print $3}')")
+if [ -n "$theirs" ] && [ "$ours" = "$theirs" ]; then
+	ok "C++ operators: the $(wc -w <<<"$ours") that jemalloc exports"
+else
+	bad "C++ operators: '$ours', jemalloc's '$theirs'"
+fi
 
 finish
