@@ -3,6 +3,7 @@
 
 #include "../obs/counters.h"
 #include "chunk.h"
+#include "fresh.h"
 #include "registry.h"
 
 /* ---- bitmaps over HZ_CHUNK_PAGES bits ---- */
@@ -74,7 +75,7 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 		/* THP may be unavailable (disabled for the process, or not
 		 * built in): the chunk then works on small pages. */
 		if (hz_thp)
-			hz_thp_advise(base, HZ_CHUNK_SIZE);
+			hz_fresh_advise(base, HZ_CHUNK_SIZE);
 	}
 	c->base = base;
 	c->free_pages = HZ_CHUNK_PAGES;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "../obs/counters.h"
+#include "fresh.h"
 #include "huge.h"
 #include "registry.h"
 
@@ -143,7 +144,7 @@ static struct hz_huge *map_new(struct hz_arena *a, size_t mapped)
 		return NULL;
 	}
 	if (hz_thp)
-		hz_thp_advise(base, mapped);
+		hz_fresh_advise(base, mapped);
 	set_mapping(h, base, mapped);
 	h->dirty = 1;
 	h->owner = (unsigned)(a - hz_arenas);

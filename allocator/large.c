@@ -10,6 +10,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_dirty_max = cfg->dirty_max;
 	hz_dirty_decay_ns = cfg->dirty_decay_ms * 1000000u;
 	hz_thp = cfg->thp;
+	hz_fresh_setup(cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
 	hz_calloc_release = cfg->calloc_release;
 }
@@ -152,4 +153,16 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "hugetlb.fallbacks", s.hugetlb_fallbacks, 0);
 	fn(arg, "thp.advised", s.thp_advised, 0);
 	fn(arg, "thp.refused", s.thp_refused, 0);
+	struct hz_fresh_stats f;
+	hz_fresh_stats(&f);
+	fn(arg, "fresh.probes", f.probes, 0);
+	fn(arg, "fresh.samples", f.samples, 0);
+	fn(arg, "fresh.switches", f.switches, 0);
+	/* The last measurement's first touches, in nanoseconds. */
+	fn(arg, "fresh.probe_huge_touch", f.huge_ns, 1);
+	fn(arg, "fresh.probe_small_touch", f.small_ns, 1);
+	fn(arg, "fresh.huge_mappings", f.huge_maps, 0);
+	fn(arg, "fresh.small_mappings", f.small_maps, 0);
+	fn(arg, "fresh.huge", (uint64_t)f.huge, 1);
+	fn(arg, "fresh.free_page_reporting", (uint64_t)f.reporting, 1);
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "../obs/obs.h"
+#include "fresh.h"
 #include "huge.h"
 #include "registry.h"
 
@@ -31,6 +32,7 @@ struct hz_large_cfg {
 	size_t dirty_max;        /* free dirty bytes an arena keeps */
 	uint64_t dirty_decay_ms; /* how long it keeps them */
 	int thp;                 /* ask for transparent huge pages */
+	enum hz_fresh_mode fresh; /* and for fresh memory, when (fresh.h) */
 	int hugetlb;             /* chunks from the hugetlb pool when it can */
 	int calloc_release;      /* calloc releases dirty runs instead of clearing them */
 };

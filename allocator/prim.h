@@ -51,6 +51,9 @@ int hz_os_unmap(void *p, size_t size);
 /* Asks for transparent huge pages on [p, p+size) (MADV_HUGEPAGE); EINVAL
  * when THP is not built in. */
 int hz_os_hugepage(void *p, size_t size);
+/* Asks for small pages only there (MADV_NOHUGEPAGE), whatever the
+ * system's THP mode. */
+int hz_os_nohugepage(void *p, size_t size);
 /* Releases [p, p+size) (MADV_DONTNEED): the range reads as zero after. */
 int hz_os_dontneed(void *p, size_t size);
 /* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or to
@@ -119,6 +122,14 @@ int hz_os_write_all(int fd, const void *buf, size_t n);
 /* Reads the file at path (a small one: /proc, /sys) into buf, at most
  * cap - 1 bytes, NUL-terminated; *len gets the bytes read. */
 int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len);
+
+/* ---- the machine ---- */
+
+/* 1 when the kernel reports free memory to its hypervisor, which may
+ * discard it (a virtio balloon with free page reporting,
+ * VIRTIO_BALLOON_F_REPORTING): memory taken from the free lists may then
+ * have to be backed again by the host at its first touch. 0 otherwise. */
+int hz_os_free_page_reporting(void);
 /* Opens path for writing a private file at *fd: created with mode 0600;
  * a symlink at path is never followed; an existing file is taken only if
  * it is a regular file this user owns, and is truncated. EEXIST and the

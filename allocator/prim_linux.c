@@ -123,6 +123,12 @@ int hz_os_hugepage(void *p, size_t size)
 	return status(syscall(SYS_madvise, p, size, MADV_HUGEPAGE), saved);
 }
 
+int hz_os_nohugepage(void *p, size_t size)
+{
+	int saved = errno;
+	return status(syscall(SYS_madvise, p, size, MADV_NOHUGEPAGE), saved);
+}
+
 int hz_os_dontneed(void *p, size_t size)
 {
 	int saved = errno;
@@ -350,6 +356,27 @@ int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len)
 		return e;
 	buf[r] = 0;
 	*len = (size_t)r;
+	return 0;
+}
+
+int hz_os_free_page_reporting(void)
+{
+	/* The features of every balloon device, one '0'/'1' per bit. */
+	static const char dir[] = "/sys/bus/virtio/drivers/virtio_balloon/virtio";
+	enum { F_REPORTING = 5 };
+	char path[sizeof dir + 16], bits[256];
+	memcpy(path, dir, sizeof dir - 1);
+	for (unsigned n = 0; n < 64; n++) {
+		char *q = path + sizeof dir - 1;
+		if (n >= 10)
+			*q++ = (char)('0' + n / 10);
+		*q++ = (char)('0' + n % 10);
+		memcpy(q, "/features", sizeof "/features");
+		size_t len;
+		if (!hz_os_read_file(path, bits, sizeof bits, &len) && len > F_REPORTING &&
+		    bits[F_REPORTING] == '1')
+			return 1;
+	}
 	return 0;
 }
 

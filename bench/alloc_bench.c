@@ -168,15 +168,6 @@ struct worker {
 	uint64_t *slot[SLOTS];
 };
 
-static inline uint64_t xorshift(uint64_t *s)
-{
-	uint64_t x = *s;
-	x ^= x << 13;
-	x ^= x >> 7;
-	x ^= x << 17;
-	return *s = x;
-}
-
 static void draw_sizes(struct worker *w)
 {
 	for (int i = 0; i < NSIZES; i++) {
@@ -291,27 +282,6 @@ static double mode_churn(int ops)
 	double m = median(t, ops);
 	free(t);
 	return m;
-}
-
-/* Peak RSS in KiB: this process's VmHWM (ru_maxrss would include what the
- * process that exec'd us had, for a launcher like env). */
-static long peak_rss_kib(void)
-{
-	long kib = -1;
-	char line[256];
-	FILE *f = fopen("/proc/self/status", "r");
-	if (f) {
-		while (fgets(line, sizeof line, f))
-			if (sscanf(line, "VmHWM: %ld", &kib) == 1)
-				break;
-		fclose(f);
-	}
-	if (kib < 0) {
-		struct rusage ru;
-		getrusage(RUSAGE_SELF, &ru);
-		kib = ru.ru_maxrss;
-	}
-	return kib;
 }
 
 static int usage(void)

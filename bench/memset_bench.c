@@ -80,7 +80,7 @@ static const char *fmt_size(size_t n)
 	return s;
 }
 
-static unsigned xorshift(unsigned *s)
+static unsigned xorshift32(unsigned *s)
 {
 	*s ^= *s << 13;
 	*s ^= *s >> 17;
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
 			for (int j = 0; j < nv; j++)
 				order[j] = j;
 			for (int j = nv - 1; j > 0; j--) {
-				int k = (int)(xorshift(&order_seed) % (unsigned)(j + 1)), tmp = order[j];
+				int k = (int)(xorshift32(&order_seed) % (unsigned)(j + 1)), tmp = order[j];
 				order[j] = order[k];
 				order[k] = tmp;
 			}
@@ -233,8 +233,8 @@ int main(int argc, char **argv)
 	static uint8_t off[RND];
 	unsigned seed = 12345;
 	for (int i = 0; i < RND; i++) {
-		size[i] = (uint16_t)(1 + xorshift(&seed) % 256);
-		off[i] = (uint8_t)(xorshift(&seed) % 64);
+		size[i] = (uint16_t)(1 + xorshift32(&seed) % 256);
+		off[i] = (uint8_t)(xorshift32(&seed) % 64);
 	}
 	hz_fill_fn front = hz_memset;
 	int calls = 1000000, rr = reps < 31 ? 31 : reps;
@@ -253,7 +253,7 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 64; i++)
 		line_order[i] = (unsigned)i;
 	for (int i = 63; i > 0; i--) {
-		int j = (int)(xorshift(&seed) % (unsigned)(i + 1));
+		int j = (int)(xorshift32(&seed) % (unsigned)(i + 1));
 		unsigned tmp = line_order[i];
 		line_order[i] = line_order[j];
 		line_order[j] = tmp;

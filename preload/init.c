@@ -146,6 +146,16 @@ static void print_configuration(void)
 			 hz_cpu.cpuid.size[l] >> 10);
 		hz_os_log(line, NULL, NULL);
 	}
+	int won = hz_fresh_probe();
+	struct hz_fresh_stats f;
+	hz_fresh_stats(&f);
+	snprintf(line, sizeof line,
+		 "fresh memory: a huge page's first touch %llu us, 512 small pages' %llu us (huge pages %s); "
+		 "free page reporting %s; new mappings get %s pages (HUGEZERO_FRESH=%s)",
+		 (unsigned long long)f.huge_ns / 1000, (unsigned long long)f.small_ns / 1000,
+		 won ? "win" : "lose", hz_os_free_page_reporting() ? "on" : "off",
+		 hz_fresh_decide() ? "huge" : "small", hz_option(HZ_OPT_FRESH)->str);
+	hz_os_log(line, NULL, NULL);
 	snprintf(line, sizeof line, "memset front end %s up to %u KiB",
 		 hz_memset_front_name(hz_memset_impl), HZ_FRONT_MAX >> 10);
 	hz_os_log(line, NULL, NULL);

@@ -52,6 +52,8 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 			      "blocks from this size up (at least 16K) live in the hugepage arenas; smaller ones in jemalloc"},
 	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, NUM(1), NULL,
 			"0 does not ask for transparent huge pages (MADV_HUGEPAGE) for the arenas' memory"},
+	[HZ_OPT_FRESH] = {"FRESH", HZ_OPT_NAME, NAME("auto"), NULL,
+			  "fresh memory's pages: auto (huge while a huge page's first touch, measured every 10 s, costs no more than 512 small faults; small where the kernel reports free memory to its host), huge, or small"},
 	[HZ_OPT_HUGETLB] = {"HUGETLB", HZ_OPT_BOOL, NUM(0), NULL,
 			    "1 takes 64 MiB chunks from the hugetlb pool (MAP_HUGETLB) while it has 32 free pages; counted fallback to THP"},
 	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, NAME("clear"), NULL,
@@ -240,10 +242,20 @@ size_t hz_options_start_arenas(void)
 	const char *dirty = V(CALLOC_DIRTY)->str;
 	if (strcmp(dirty, "clear") && strcmp(dirty, "release"))
 		hz_os_log("ignoring HUGEZERO_CALLOC_DIRTY: not clear or release: ", dirty, NULL);
+	static const char *const fresh_names[] = {[HZ_FRESH_AUTO] = "auto", [HZ_FRESH_HUGE] = "huge",
+						  [HZ_FRESH_SMALL] = "small"};
+	const char *fresh_name = V(FRESH)->str;
+	enum hz_fresh_mode fresh = HZ_FRESH_AUTO;
+	for (int m = 0; m < 3; m++)
+		if (!strcmp(fresh_name, fresh_names[m]))
+			fresh = (enum hz_fresh_mode)m;
+	if (fresh == HZ_FRESH_AUTO && strcmp(fresh_name, "auto"))
+		hz_os_log("ignoring HUGEZERO_FRESH: not auto, huge or small: ", fresh_name, NULL);
 	struct hz_large_cfg cfg = {
 		.dirty_max = V(DIRTY_MAX)->size,
 		.dirty_decay_ms = V(DIRTY_DECAY_MS)->size,
 		.thp = V(THP)->num,
+		.fresh = fresh,
 		.hugetlb = V(HUGETLB)->num,
 		.calloc_release = !strcmp(dirty, "release"),
 	};

@@ -118,6 +118,36 @@ else
 	bad "A/B prometheus: $out"
 fi
 
+# Fresh memory: HUGEZERO_FRESH=small gives the arenas' new mappings small
+# pages (no huge page in the process after 32 MiB written), huge asks for
+# huge pages (where THP is on, some appear); auto decides as the machine
+# is (small pages where sysfs shows a balloon with free page reporting,
+# VIRTIO_BALLOON_F_REPORTING, feature bit 5), counted; a bad value is
+# named and ignored.
+fill='b = bytearray(b"x" * (32 << 20)); print(len(b))'
+for m in small huge auto bogus; do
+	rm -f "$work"/fresh.*
+	HUGEZERO_FRESH=$m HUGEZERO_STATS="$work/fresh" LD_PRELOAD=$lib /usr/bin/python3 -c "$fill" >/dev/null 2>"$work/fresh.err"
+	eval "fresh_$m=\"$(awk '$1 ~ /^(fresh\.|process\.anon_huge_bytes)/ { printf "%s=%s ", $1, $2 }' "$work"/fresh.[0-9]*)\""
+done
+reporting=0
+for f in /sys/bus/virtio/drivers/virtio_balloon/virtio*/features; do
+	[ -r "$f" ] && [ "$(cut -c6 "$f")" = 1 ] && reporting=1
+done
+thp=$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)
+has() { [[ " $1 " == *" $2 "* ]]; }
+if has "$fresh_small" fresh.huge=0 && has "$fresh_small" process.anon_huge_bytes=0 &&
+	! has "$fresh_small" fresh.small_mappings=0 && has "$fresh_huge" fresh.small_mappings=0 &&
+	has "$fresh_huge" fresh.huge=1 && { [[ $thp == *"[never]"* ]] || ! has "$fresh_huge" process.anon_huge_bytes=0; } &&
+	has "$fresh_auto" fresh.free_page_reporting=$reporting &&
+	{ [ $reporting = 0 ] || { has "$fresh_auto" fresh.huge=0 && has "$fresh_auto" fresh.probes=0; }; } &&
+	{ [ $reporting = 1 ] || ! has "$fresh_auto" fresh.probes=0; } &&
+	grep -q 'ignoring HUGEZERO_FRESH: not auto, huge or small: bogus' "$work/fresh.err"; then
+	ok "HUGEZERO_FRESH: small, huge and auto (free page reporting $reporting) as asked, counted"
+else
+	bad "HUGEZERO_FRESH: small: $fresh_small; huge: $fresh_huge; auto: $fresh_auto (reporting $reporting); $(cat "$work/fresh.err")"
+fi
+
 # HUGEZERO_MODE=off: the library is loaded and counts, but memset and the
 # malloc family are glibc's: a block's usable size is glibc's, no block
 # comes from the arenas or the embedded jemalloc, no kernel runs, no arm.

@@ -1,0 +1,112 @@
+/* Fresh memory's page size, measured (fresh.h). */
+#include "fresh.h"
+#include "chunk.h"
+#include "prim.h"
+
+static enum hz_fresh_mode mode;
+static int huge = 1;                  /* the decision until the first measurement */
+static int probing;                   /* one measurement at a time */
+static uint64_t probed_at;            /* hz_os_now_ns of the last, 0 before */
+static int reporting = -1;            /* hz_os_free_page_reporting, once known */
+static uint64_t probes, samples, switches, huge_ns, small_ns, huge_maps, small_maps;
+
+void hz_fresh_setup(enum hz_fresh_mode m)
+{
+	mode = m;
+	huge = m != HZ_FRESH_SMALL;
+}
+
+/* The first touch of fresh huge pages and of 2 MiB of fresh small pages;
+ * 1 when a huge page cost no more. Two huge pages, the dearer counted:
+ * the first is often one another process has just freed, still backed.
+ * No huge page to be had (THP refused): small. */
+int hz_fresh_probe(void)
+{
+	void *h, *s;
+	if (hz_os_map(2 * HZ_HUGE_SIZE, HZ_HUGE_SIZE, &h))
+		return __atomic_load_n(&huge, __ATOMIC_RELAXED);
+	if (hz_os_map(HZ_HUGE_SIZE, HZ_HUGE_SIZE, &s)) {
+		hz_os_unmap(h, 2 * HZ_HUGE_SIZE);
+		return __atomic_load_n(&huge, __ATOMIC_RELAXED);
+	}
+	int thp = !hz_os_hugepage(h, 2 * HZ_HUGE_SIZE);
+	hz_os_nohugepage(s, HZ_HUGE_SIZE);
+	uint64_t t[4];
+	t[0] = hz_os_now_ns();
+	((volatile char *)h)[0] = 1;
+	t[1] = hz_os_now_ns();
+	((volatile char *)h)[HZ_HUGE_SIZE] = 1;
+	t[2] = hz_os_now_ns();
+	for (size_t i = 0; i < HZ_HUGE_SIZE; i += hz_page_size)
+		((volatile char *)s)[i] = 1;
+	t[3] = hz_os_now_ns();
+	hz_os_unmap(h, 2 * HZ_HUGE_SIZE);
+	hz_os_unmap(s, HZ_HUGE_SIZE);
+	uint64_t h_ns = t[1] - t[0] > t[2] - t[1] ? t[1] - t[0] : t[2] - t[1], s_ns = t[3] - t[2];
+	int h_wins = thp && h_ns <= s_ns;
+	__atomic_store_n(&huge_ns, h_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&small_ns, s_ns, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&probes, 1, __ATOMIC_RELAXED);
+	if (mode == HZ_FRESH_AUTO && !__atomic_load_n(&reporting, __ATOMIC_RELAXED))
+		__atomic_store_n(&huge, h_wins, __ATOMIC_RELAXED);
+	return h_wins;
+}
+
+int hz_fresh_decide(void)
+{
+	if (mode == HZ_FRESH_AUTO && __atomic_load_n(&reporting, __ATOMIC_RELAXED) < 0) {
+		int r = hz_os_free_page_reporting();
+		if (r)
+			__atomic_store_n(&huge, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&reporting, r, __ATOMIC_RELAXED);
+	}
+	if (mode == HZ_FRESH_AUTO && !__atomic_load_n(&reporting, __ATOMIC_RELAXED)) {
+		uint64_t now = hz_os_now_ns(), last = __atomic_load_n(&probed_at, __ATOMIC_RELAXED);
+		if ((!last || now - last >= HZ_FRESH_REPROBE_NS) &&
+		    !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
+			hz_fresh_probe();
+			__atomic_store_n(&probed_at, hz_os_now_ns() | 1, __ATOMIC_RELAXED);
+			__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
+		}
+	}
+	return __atomic_load_n(&huge, __ATOMIC_RELAXED);
+}
+
+void hz_fresh_advise(void *p, size_t size)
+{
+	if (!hz_fresh_decide()) {
+		__atomic_fetch_add(&small_maps, 1, __ATOMIC_RELAXED);
+		hz_os_nohugepage(p, size);
+		return;
+	}
+	__atomic_fetch_add(&huge_maps, 1, __ATOMIC_RELAXED);
+	hz_thp_advise(p, size);
+	if (mode != HZ_FRESH_AUTO || size < HZ_HUGE_SIZE)
+		return;
+	/* A sample of every mapping's first huge page, which its first block
+	 * will use: written (with the zero it reads as) and timed. Dearer
+	 * than the small pages measured last: small pages from here until
+	 * the next measurement. */
+	uint64_t t0 = hz_os_now_ns();
+	*(volatile char *)p = 0;
+	uint64_t ns = hz_os_now_ns() - t0;
+	__atomic_fetch_add(&samples, 1, __ATOMIC_RELAXED);
+	if (ns > __atomic_load_n(&small_ns, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&huge_ns, ns, __ATOMIC_RELAXED);
+		__atomic_store_n(&huge, 0, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&switches, 1, __ATOMIC_RELAXED);
+	}
+}
+
+void hz_fresh_stats(struct hz_fresh_stats *out)
+{
+	out->probes = __atomic_load_n(&probes, __ATOMIC_RELAXED);
+	out->samples = __atomic_load_n(&samples, __ATOMIC_RELAXED);
+	out->switches = __atomic_load_n(&switches, __ATOMIC_RELAXED);
+	out->huge_ns = __atomic_load_n(&huge_ns, __ATOMIC_RELAXED);
+	out->small_ns = __atomic_load_n(&small_ns, __ATOMIC_RELAXED);
+	out->huge_maps = __atomic_load_n(&huge_maps, __ATOMIC_RELAXED);
+	out->small_maps = __atomic_load_n(&small_maps, __ATOMIC_RELAXED);
+	out->huge = __atomic_load_n(&huge, __ATOMIC_RELAXED);
+	out->reporting = __atomic_load_n(&reporting, __ATOMIC_RELAXED) > 0;
+}

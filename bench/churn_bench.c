@@ -1,0 +1,188 @@
+/* The workload suite's allocation patterns beyond alloc_bench's: plain
+ * malloc/realloc/free/memset, so whatever allocator is preloaded (or
+ * glibc's) serves them; scripts/suite.sh runs each under every allocator.
+ *
+ *   churn_bench prodcons OPS   one thread mallocs blocks of 16 B-4 KiB
+ *                              (log-uniform), another frees them: a
+ *                              request pipeline's frees on another thread;
+ *                              ns per block
+ *   churn_bench sweep OPS      for each size of 8 B, 16 B, ... 1 MiB: 64
+ *                              live blocks, one freed and malloc'ed (and
+ *                              its first and last byte written) per op;
+ *                              ns per op, the mean over the sizes
+ *   churn_bench realloc OPS    256 buffers grown by appends of 1-64 B with
+ *                              realloc to 1-64 KiB, then freed and begun
+ *                              again; one in 64 grows on to 1-16 MiB; ns per
+ *                              realloc
+ *   churn_bench large OPS      20 live blocks of 5-25 MiB, one replaced per
+ *                              op with malloc + memset 0 of the whole
+ *                              block (C++'s new char[n]()); us per op
+ *
+ * Output, one "key value" line each: malloc_from OBJECT, then
+ * "MODE VALUE", then peak_rss_kib N. Exit status 1 and a message if an
+ * allocation fails or a block's bytes are not what was written. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+static void die(const char *what)
+{
+	fprintf(stderr, "churn_bench: %s\n", what);
+	exit(1);
+}
+
+/* Log-uniform in [2^lo, 2^hi). */
+static size_t log_uniform(uint64_t *rng, unsigned lo, unsigned hi)
+{
+	uint64_t r = xorshift(rng);
+	unsigned bit = lo + (unsigned)(r % (hi - lo));
+	return ((size_t)1 << bit) + (size_t)((r >> 32) & (((size_t)1 << bit) - 1));
+}
+
+/* ---- prodcons: a single-producer single-consumer ring ---- */
+#define RING 4096
+static unsigned char *ring[RING];
+static size_t head, tail; /* head: written by the producer; tail: by the consumer */
+
+static void *consumer(void *arg)
+{
+	long ops = *(long *)arg;
+	for (long i = 0; i < ops; i++) {
+		size_t t = tail;
+		while (__atomic_load_n(&head, __ATOMIC_ACQUIRE) == t)
+			;
+		unsigned char *p = ring[t % RING];
+		if (p[0] != (unsigned char)t)
+			die("a block's first byte changed between threads");
+		free(p);
+		__atomic_store_n(&tail, t + 1, __ATOMIC_RELEASE);
+	}
+	return NULL;
+}
+
+static double prodcons(long ops)
+{
+	pthread_t tid;
+	uint64_t rng = 0x9E3779B97F4A7C15ull;
+	double t0 = now_ns();
+	if (pthread_create(&tid, NULL, consumer, &ops))
+		die("pthread_create failed");
+	for (long i = 0; i < ops; i++) {
+		size_t h = head;
+		while (h - __atomic_load_n(&tail, __ATOMIC_ACQUIRE) >= RING)
+			;
+		unsigned char *p = malloc(log_uniform(&rng, 4, 12));
+		if (!p)
+			die("malloc failed");
+		p[0] = (unsigned char)h;
+		ring[h % RING] = p;
+		__atomic_store_n(&head, h + 1, __ATOMIC_RELEASE);
+	}
+	pthread_join(tid, NULL);
+	return (now_ns() - t0) / (double)ops;
+}
+
+/* ---- sweep ---- */
+static double sweep(long ops)
+{
+	enum { LIVE = 64 };
+	unsigned char *live[LIVE] = {0};
+	double sum = 0;
+	int sizes = 0;
+	for (size_t n = 8; n <= (size_t)1 << 20; n <<= 1, sizes++) {
+		long k = n >= (256 << 10) ? ops / 16 : ops; /* large ones fault pages */
+		double t0 = now_ns();
+		for (long i = 0; i < k; i++) {
+			int s = (int)(i % LIVE);
+			if (live[s] && (live[s][0] != (unsigned char)s || live[s][n - 1] != (unsigned char)s))
+				die("a block's bytes changed");
+			free(live[s]);
+			if (!(live[s] = malloc(n)))
+				die("malloc failed");
+			live[s][0] = live[s][n - 1] = (unsigned char)s;
+		}
+		sum += (now_ns() - t0) / (double)k;
+		for (int s = 0; s < LIVE; s++) {
+			free(live[s]);
+			live[s] = NULL;
+		}
+	}
+	return sum / sizes;
+}
+
+/* ---- realloc ---- */
+static double grow(long ops)
+{
+	enum { BUFS = 256 };
+	struct { unsigned char *p; size_t len, max; } b[BUFS] = {{0}};
+	uint64_t rng = 12345;
+	double t0 = now_ns();
+	for (long i = 0; i < ops; i++) {
+		int k = (int)(xorshift(&rng) % BUFS);
+		if (b[k].len >= b[k].max) {
+			if (b[k].p && b[k].p[b[k].len - 1] != (unsigned char)b[k].len)
+				die("a grown buffer lost its bytes");
+			free(b[k].p);
+			b[k].p = NULL;
+			b[k].len = 0;
+			b[k].max = xorshift(&rng) % 64 ? log_uniform(&rng, 10, 16) : log_uniform(&rng, 20, 24);
+		}
+		size_t add = 1 + xorshift(&rng) % (b[k].max < (1 << 20) ? 64 : 65536);
+		unsigned char *q = realloc(b[k].p, b[k].len + add);
+		if (!q)
+			die("realloc failed");
+		b[k].p = q;
+		b[k].len += add;
+		q[b[k].len - 1] = (unsigned char)b[k].len;
+	}
+	double t = (now_ns() - t0) / (double)ops;
+	for (int k = 0; k < BUFS; k++)
+		free(b[k].p);
+	return t;
+}
+
+/* ---- large ---- */
+static double large(long ops)
+{
+	enum { LIVE = 20 };
+	unsigned char *live[LIVE] = {0};
+	size_t len[LIVE] = {0};
+	uint64_t rng = 777;
+	double t0 = now_ns();
+	for (long i = 0; i < ops; i++) {
+		int s = (int)(i % LIVE);
+		if (live[s] && (live[s][0] != 1 || live[s][len[s] / 2] != 0))
+			die("a large block's bytes changed");
+		free(live[s]);
+		len[s] = ((size_t)5 << 20) + xorshift(&rng) % ((size_t)20 << 20);
+		if (!(live[s] = malloc(len[s])))
+			die("malloc failed");
+		memset(live[s], 0, len[s]);
+		live[s][0] = 1;
+	}
+	double t = (now_ns() - t0) / (double)ops / 1000;
+	for (int s = 0; s < LIVE; s++)
+		free(live[s]);
+	return t;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { const char *name; double (*fn)(long); } modes[] = {
+		{"prodcons", prodcons}, {"sweep", sweep}, {"realloc", grow}, {"large", large}};
+	long ops = argc == 3 ? atol(argv[2]) : 0;
+	for (size_t m = 0; ops > 0 && m < sizeof modes / sizeof modes[0]; m++) {
+		if (strcmp(argv[1], modes[m].name))
+			continue;
+		Dl_info di;
+		printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
+		printf("%s %.1f\n", modes[m].name, modes[m].fn(ops));
+		printf("peak_rss_kib %ld\n", peak_rss_kib());
+		return 0;
+	}
+	fprintf(stderr, "usage: churn_bench prodcons|sweep|realloc|large OPS\n");
+	return 2;
+}
