@@ -24,6 +24,8 @@ static inline int hz_route_large(size_t size)
 	return size >= hz_large_min;
 }
 
+/* Its configuration (small.c). */
+extern const char *hz_je_malloc_conf;
 /* jemalloc's standard entry points, which have its fast paths. */
 void *hz_je_malloc(size_t size);
 void *hz_je_calloc(size_t n, size_t size);
