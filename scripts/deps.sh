@@ -7,7 +7,9 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       # real programs the preloaded library is tested under
       python3 python3-numpy sqlite3 redis-server redis-tools postgresql-15
       openjdk-17-jdk-headless
-      # the other allocators the benchmarks compare against
+      # the other allocators the benchmarks compare against, GNU time for
+      # the workload suite's peak RSS
+      time
       libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
       # promtool checks the Prometheus report
       prometheus)

@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 
-from . import plot
+from . import plot, suite
 from .merge import merge
 from .stats import compare, quantile
 from .units import size_name
@@ -141,7 +141,7 @@ def cmd_info(args):
 
 def cmd_bench(args):
     build = os.path.dirname(library())
-    for b in ("memset_bench", "calloc_bench", "alloc_bench", "release_bench"):
+    for b in ("memset_bench", "calloc_bench", "release_bench", "alloc_bench", "churn_bench"):
         if not os.access(os.path.join(build, "bench", b), os.X_OK):
             sys.exit("hugezero bench: %s not built (scripts/build.sh build -DHZ_BENCH=ON)"
                      % os.path.join(build, "bench", b))
@@ -151,8 +151,8 @@ def cmd_bench(args):
           "--csv", os.path.join(args.out, "memset_bench.csv")], "the memset kernels against glibc"),
         ([os.path.join(build, "bench", "calloc_bench"), "--reps", str(args.reps),
           "--csv", os.path.join(args.out, "calloc_bench.csv")], "the large-block path against glibc's calloc"),
-        ([os.path.join(HERE, "alloc-bench.sh"), "--reps", str(args.reps),
-          "--csv", os.path.join(args.out, "alloc_bench.csv"), library()], "the allocators side by side"),
+        ([os.path.join(build, "bench", "release_bench"), "--reps", str(args.reps),
+          "--csv", os.path.join(args.out, "release_bench.csv")], "batched release against a madvise loop"),
     ]
     for cmd, what in runs:
         print("== %s: %s" % (what, " ".join(cmd)), flush=True)
@@ -163,7 +163,18 @@ def cmd_bench(args):
     series = sorted({r["variant"] for r in rows}, key=lambda s: (s != "glibc", s != "hugezero", s))
     plot.lines(rows, "size", "gbps", "variant", series, os.path.join(args.out, "memset_bench.svg"),
                "memset throughput by size (GB/s, median)", "GB/s")
-    with open(os.path.join(args.out, "alloc_bench.csv")) as f:
-        plot.alloc([r for r in csv.DictReader(f) if not r["case"].startswith("release")],
-                   os.path.join(args.out, "alloc_bench.svg"))
+    print("== the workload suite, every allocator", flush=True)
+    suite.run_suite(library(), args.reps, args.out)
     print("\nCSV and SVG in %s" % args.out)
+
+
+# ---- suite ----
+
+def cmd_suite(args):
+    if args.reps < 1:
+        sys.exit("hugezero suite: --reps needs a positive number")
+    lib = library()
+    for b in ("alloc_bench", "churn_bench"):
+        if not os.access(os.path.join(os.path.dirname(lib), "bench", b), os.X_OK):
+            sys.exit("hugezero suite: %s not built (scripts/build.sh build -DHZ_BENCH=ON)" % b)
+    suite.run_suite(lib, args.reps, args.out, args.cases)
