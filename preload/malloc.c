@@ -41,10 +41,18 @@ void *hz_moved(void *q, void *p, size_t have, size_t size)
  * has started or while it forwards to glibc (hz_large_min is 0 then).
  * Counted here; the blocks of jemalloc's fast paths are counted by
  * jemalloc (malloc.small.*). */
+static HZ_NOINLINE void *alloc_on(size_t size, int zero);
+
+/* Off mode's way through: a test and a jump to glibc, no frame. */
 void *hz_alloc_slow(size_t size, int zero)
 {
-	if (hz_unlikely(hz_mode_off))
+	if (hz_mode_off)
 		return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
+	return alloc_on(size, zero);
+}
+
+static void *alloc_on(size_t size, int zero)
+{
 	if (hz_unlikely(!hz_allocator_started)) {
 		hz_allocator_start();
 		if (hz_mode_off)
@@ -93,12 +101,18 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 /* free preserves errno (POSIX 2024, glibc 2.33). jemalloc's free touches
  * it only when a system call fails (a purge's madvise); the arenas' path
  * may release memory, so it saves errno. */
+static HZ_NOINLINE void free_on(void *p);
+
 void hz_free_slow(void *p)
 {
-	if (hz_unlikely(hz_mode_off)) {
+	if (hz_mode_off)
 		hz_glibc_free(p);
-		return;
-	}
+	else
+		free_on(p);
+}
+
+static void free_on(void *p)
+{
 	if (!hz_large_owns(p)) { /* jemalloc's, in a widened window */
 		hz_je_free(p);
 		return;
