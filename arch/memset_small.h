@@ -1,7 +1,8 @@
 /* The small-size memset front end, as a template: an arch file defines
  * HZ_VW (vector width in bytes, 16, 32 or 64) and HZ_FRONT (the function's
  * name), optionally HZ_MASKED_FILL(p, byte, n) for sizes below one vector
- * where the ISA has byte-masked stores, HZ_FRONT_GUARD (a condition
+ * where the ISA has byte-masked stores (used while the vector stays in
+ * its 4 KiB page), HZ_FRONT_GUARD (a condition
  * without which every call goes to HZ_FRONT_LARGE, default
  * hz_fill_policy, before an instruction of the ISA runs) and
  * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up
@@ -28,6 +29,20 @@ typedef uint64_t hz_u64u __attribute__((aligned(1), may_alias));
 typedef uint32_t hz_u32u __attribute__((aligned(1), may_alias));
 typedef uint16_t hz_u16u __attribute__((aligned(1), may_alias));
 typedef uint8_t hz_v16u __attribute__((vector_size(16), aligned(1), may_alias));
+
+/* n < 8 bytes of w's byte at p: two overlapping stores, or one. */
+static inline void hz_fill_below8(uint8_t *p, uint64_t w, size_t n)
+{
+	if (n >= 4) {
+		*(hz_u32u *)p = (uint32_t)w;
+		*(hz_u32u *)(p + n - 4) = (uint32_t)w;
+	} else if (n >= 2) {
+		*(hz_u16u *)p = (uint16_t)w;
+		*(hz_u16u *)(p + n - 2) = (uint16_t)w;
+	} else if (n) {
+		*p = (uint8_t)w;
+	}
+}
 #endif
 
 #ifndef HZ_FRONT_VISIBILITY
@@ -49,14 +64,20 @@ HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)
 		return HZ_FRONT_LARGE(d, c, n);
 #endif
 
+	if (hz_likely(n < HZ_VW)) {
 #ifdef HZ_MASKED_FILL
-	/* Below one vector: one masked store, no branch on the size. */
-	if (hz_likely(n < HZ_VW)) {
-		HZ_MASKED_FILL(p, b, n);
-		return d;
-	}
-#else
-	if (hz_likely(n < HZ_VW)) {
+		/* Below one vector: one masked store, no branch on the size,
+		 * while the whole vector lies in p's 4 KiB page. A vector
+		 * reaching into the next page, which may be unmapped (a buffer
+		 * at the end of its mapping, before a guard page), has its
+		 * masked-out bytes' fault suppressed by microcode: 190 ns here
+		 * against 2. There, the stores below, which touch only
+		 * [p, p+n). */
+		if (hz_likely(((uintptr_t)p & 4095) <= 4096 - HZ_VW)) {
+			HZ_MASKED_FILL(p, b, n);
+			return d;
+		}
+#endif
 		if (n >= HZ_VW / 2) {
 			HZ_VH h = (HZ_VH){0} + b;
 			*(HZ_VH *)p = h;
@@ -77,18 +98,9 @@ HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)
 			*(hz_u64u *)(p + n - 8) = w;
 		} else
 #endif
-		if (n >= 4) {
-			*(hz_u32u *)p = (uint32_t)w;
-			*(hz_u32u *)(p + n - 4) = (uint32_t)w;
-		} else if (n >= 2) {
-			*(hz_u16u *)p = (uint16_t)w;
-			*(hz_u16u *)(p + n - 2) = (uint16_t)w;
-		} else if (n) {
-			*p = b;
-		}
+		hz_fill_below8(p, w, n);
 		return d;
 	}
-#endif
 	/* Stores from both ends: 2, 4 or 8 of them cover every size up to
 	 * 8 vectors, one size test each, as few as glibc's; beyond, aligned
 	 * blocks of 4 fill the middle. */

@@ -21,7 +21,7 @@ enum {
 	HZ_X86_FSRM = 1u << 1,
 	HZ_X86_AVX2 = 1u << 2,
 	HZ_X86_AVX512F = 1u << 3,
-	HZ_X86_AVX512BW = 1u << 4,
+	HZ_X86_AVX512BW = 1u << 4, /* with AVX512VL, as every CPU that has BW has */
 	HZ_X86_CLZERO = 1u << 5,
 	HZ_X86_AMD = 1u << 6,
 	HZ_X86_BMI2 = 1u << 7,
@@ -60,7 +60,7 @@ static inline uint32_t hz_x86_features(void)
 			f |= HZ_X86_AVX2;
 		if (zmm && (l7.b & (1u << 16)))
 			f |= HZ_X86_AVX512F;
-		if (zmm && (l7.b & (1u << 16)) && (l7.b & (1u << 30)))
+		if (zmm && (l7.b & (1u << 16)) && (l7.b & (1u << 30)) && (l7.b & (1u << 31)))
 			f |= HZ_X86_AVX512BW;
 	}
 	if (hz_cpuid(0x80000000u, 0).a >= 0x80000008u &&
