@@ -41,12 +41,11 @@ size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *
 	return bytes;
 }
 
-/* A new chunk for arena a (its lock held), registered; NULL when memory
- * is out. */
-static struct hz_chunk *grow(struct hz_arena *a)
+/* A new chunk for arena a, registered; NULL when memory is out. Called
+ * without the lock: mapping it, and timing its first huge page
+ * (fresh.h), may take milliseconds. */
+static struct hz_chunk *new_chunk(struct hz_arena *a)
 {
-	if (a->nchunks == HZ_ARENA_CHUNKS)
-		return NULL;
 	/* The chunk's own metadata (about 100 KiB) comes from the OS too. */
 	size_t meta = hz_round_up(sizeof(struct hz_chunk), hz_page_size);
 	void *m;
@@ -57,31 +56,58 @@ static struct hz_chunk *grow(struct hz_arena *a)
 		hz_os_unmap(c, meta);
 		return NULL;
 	}
-	if (hz_hugetlb) {
-		a->hugetlb_chunks += c->hugetlb;
-		a->hugetlb_fallbacks += !c->hugetlb;
-	}
 	c->owner = (unsigned)(a - hz_arenas);
 	if (hz_reg_set(c->base, HZ_CHUNK_SIZE, (uintptr_t)c)) {
 		hz_chunk_destroy(c);
 		hz_os_unmap(c, meta);
 		return NULL;
 	}
-	a->chunks[a->nchunks++] = c;
 	return c;
+}
+
+/* Adds c to a (lock held), or gives it back when a is full. */
+static void add_chunk(struct hz_arena *a, struct hz_chunk *c)
+{
+	if (a->nchunks == HZ_ARENA_CHUNKS) {
+		hz_reg_set(c->base, HZ_CHUNK_SIZE, 0);
+		hz_chunk_destroy(c);
+		hz_os_unmap(c, hz_round_up(sizeof(struct hz_chunk), hz_page_size));
+		return;
+	}
+	if (hz_hugetlb) {
+		a->hugetlb_chunks += c->hugetlb;
+		a->hugetlb_fallbacks += !c->hugetlb;
+	}
+	a->chunks[a->nchunks++] = c;
+}
+
+/* A run of npages in a's chunks, first fit (lock held); NULL when none. */
+static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp)
+{
+	for (unsigned i = 0; i < a->nchunks; i++) {
+		void *p;
+		if (a->chunks[i]->free_pages >= npages && (p = hz_chunk_alloc(a->chunks[i], npages))) {
+			*cp = a->chunks[i];
+			return p;
+		}
+	}
+	return NULL;
 }
 
 void *hz_arena_alloc(size_t npages, int zero)
 {
 	struct hz_arena *a = hz_arena_of_thread();
-	pthread_mutex_lock(&a->lock);
-	void *p = NULL;
 	struct hz_chunk *c = NULL;
-	for (unsigned i = 0; i < a->nchunks && !p; i++)
-		if (a->chunks[i]->free_pages >= npages && (p = hz_chunk_alloc(a->chunks[i], npages)))
-			c = a->chunks[i];
-	if (!p && (c = grow(a)))
-		p = hz_chunk_alloc(c, npages);
+	pthread_mutex_lock(&a->lock);
+	void *p = fit(a, npages, &c);
+	if (!p && a->nchunks < HZ_ARENA_CHUNKS) {
+		pthread_mutex_unlock(&a->lock);
+		struct hz_chunk *n = new_chunk(a);
+		pthread_mutex_lock(&a->lock);
+		if (n)
+			add_chunk(a, n);
+		p = fit(a, npages, &c); /* another thread may have taken or added room */
+	}
 	struct hz_zero_plan plan;
 	if (p) {
 		if (zero) {

@@ -35,6 +35,9 @@ int hz_fresh_probe(void)
 	t[0] = hz_os_now_ns();
 	((volatile char *)h)[0] = 1;
 	t[1] = hz_os_now_ns();
+	/* MADV_HUGEPAGE is taken where THP is "never" too: a huge page is
+	 * one whose second small page came with the first. */
+	thp = thp && hz_os_resident((char *)h + hz_page_size);
 	((volatile char *)h)[HZ_HUGE_SIZE] = 1;
 	t[2] = hz_os_now_ns();
 	for (size_t i = 0; i < HZ_HUGE_SIZE; i += hz_page_size)
@@ -47,6 +50,7 @@ int hz_fresh_probe(void)
 	__atomic_store_n(&huge_ns, h_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&small_ns, s_ns, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&probes, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&probed_at, hz_os_now_ns() | 1, __ATOMIC_RELAXED);
 	if (mode == HZ_FRESH_AUTO && !__atomic_load_n(&reporting, __ATOMIC_RELAXED))
 		__atomic_store_n(&huge, h_wins, __ATOMIC_RELAXED);
 	return h_wins;
@@ -65,7 +69,6 @@ int hz_fresh_decide(void)
 		if ((!last || now - last >= HZ_FRESH_REPROBE_NS) &&
 		    !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
 			hz_fresh_probe();
-			__atomic_store_n(&probed_at, hz_os_now_ns() | 1, __ATOMIC_RELAXED);
 			__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
 		}
 	}
@@ -74,7 +77,7 @@ int hz_fresh_decide(void)
 
 void hz_fresh_advise(void *p, size_t size)
 {
-	if (!hz_fresh_decide()) {
+	if (!__atomic_load_n(&huge, __ATOMIC_RELAXED)) {
 		__atomic_fetch_add(&small_maps, 1, __ATOMIC_RELAXED);
 		hz_os_nohugepage(p, size);
 		return;

@@ -32,11 +32,12 @@ enum hz_fresh_mode { HZ_FRESH_AUTO, HZ_FRESH_HUGE, HZ_FRESH_SMALL };
 /* The mode, once, at setup (before the first mapping). */
 HZ_HIDDEN void hz_fresh_setup(enum hz_fresh_mode mode);
 /* A new mapping of the arenas, [p, p+size): advised for huge pages or
- * for small ones, as decided (measuring first when it is time to). Only
- * called where THP is wanted at all (HUGEZERO_THP). */
+ * for small ones, as last decided; with huge pages, its first one touched
+ * and timed (no lock held: it may take milliseconds). Only called where
+ * THP is wanted at all (HUGEZERO_THP). */
 HZ_HIDDEN void hz_fresh_advise(void *p, size_t size);
 /* The decision for the next new mapping, 1 for huge pages, measuring
- * first when it is time to. */
+ * first when it is time to: before a large allocation, no lock held. */
 HZ_HIDDEN int hz_fresh_decide(void);
 /* Measures now (HUGEZERO_VERBOSE and hugezero info); 1 when huge pages
  * won. */

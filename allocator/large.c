@@ -18,6 +18,8 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 void *hz_large_alloc(size_t size, int zero)
 {
 	void *p = NULL;
+	if (hz_thp)
+		hz_fresh_decide(); /* a measurement when due, outside every lock */
 	if (size && size <= HZ_LARGE_MAX)
 		p = hz_arena_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero);
 	else if (size > HZ_LARGE_MAX && size <= HZ_HUGE_MAX)

@@ -27,8 +27,11 @@ extern size_t hz_page_size;
 /* Reads the page size the process was started with. Idempotent; safe
  * before any constructor and from inside malloc. */
 void hz_os_init(void);
-/* 64 random bits the kernel gave the process at exec (AT_RANDOM), for
- * address-space layout; no syscall. */
+/* 64 random bits for address-space layout, from getrandom(2) without
+ * blocking; where it cannot give them (early boot, seccomp), the kernel's
+ * own placement of a mapping mixed with the clock. Never AT_RANDOM's
+ * bytes: glibc makes its stack canary and pointer guard of them, which a
+ * leaked arena address must not reveal. */
 uint64_t hz_os_random64(void);
 
 /* ---- memory ---- */
@@ -54,6 +57,8 @@ int hz_os_hugepage(void *p, size_t size);
 /* Asks for small pages only there (MADV_NOHUGEPAGE), whatever the
  * system's THP mode. */
 int hz_os_nohugepage(void *p, size_t size);
+/* Whether the page at p (page-aligned) is in memory (mincore); 0 on error. */
+int hz_os_resident(const void *p);
 /* Releases [p, p+size) (MADV_DONTNEED): the range reads as zero after. */
 int hz_os_dontneed(void *p, size_t size);
 /* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or to

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/random.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -32,11 +33,18 @@ void hz_os_init(void)
 
 uint64_t hz_os_random64(void)
 {
-	const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
 	uint64_t v = 0;
-	for (int i = 0; r && i < 8; i++)
-		v = v << 8 | r[i];
-	return v;
+	int saved = errno;
+	long n = syscall(SYS_getrandom, &v, sizeof v, GRND_NONBLOCK);
+	errno = saved;
+	if (n == (long)sizeof v)
+		return v;
+	/* A kernel-placed address (randomised by ASLR) and the clock, mixed
+	 * (splitmix64's finaliser). */
+	v = (uint64_t)(uintptr_t)&v ^ hz_os_now_ns();
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+	return v ^ (v >> 31);
 }
 
 /* syscall() returns -1 and sets errno: the errno value, or 0, with errno
@@ -127,6 +135,13 @@ int hz_os_nohugepage(void *p, size_t size)
 {
 	int saved = errno;
 	return status(syscall(SYS_madvise, p, size, MADV_NOHUGEPAGE), saved);
+}
+
+int hz_os_resident(const void *p)
+{
+	unsigned char v = 0;
+	int saved = errno;
+	return !status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
 }
 
 int hz_os_dontneed(void *p, size_t size)

@@ -9,13 +9,11 @@
 uintptr_t *hz_reg_root[HZ_REG_ROOT];
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 
-uintptr_t hz_reg_lo = HZ_REG_WINDOW_LO, hz_reg_span = HZ_REG_WINDOW;
+uintptr_t hz_reg_span = HZ_REG_WINDOW;
 
 void hz_reg_widen(void)
 {
-	/* The span first: in between, the window only grows. */
 	__atomic_store_n(&hz_reg_span, UINTPTR_MAX, __ATOMIC_RELAXED);
-	__atomic_store_n(&hz_reg_lo, 0, __ATOMIC_RELAXED);
 }
 
 static int in_window(const void *p, size_t size)

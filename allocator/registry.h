@@ -41,20 +41,21 @@ HZ_HIDDEN int hz_reg_set(const void *base, size_t len, uintptr_t e);
 HZ_HIDDEN int hz_huge_holds(const void *p, uintptr_t e);
 
 /* The window: the arenas place their chunks and huge blocks at addresses
- * they choose, in [hz_reg_lo, hz_reg_lo + hz_reg_span), so that a pointer
- * outside it (every one of jemalloc's) is known not to be theirs with no
- * load of the table: free's first test, two loads of one cache line.
+ * they choose, in [HZ_REG_WINDOW_LO, HZ_REG_WINDOW_LO + hz_reg_span), so
+ * that a pointer outside it (every one of jemalloc's) is known not to be
+ * theirs with no load of the table: free's first test, one load.
  * Inside, the table decides. Where the kernel leaves no room there
  * (another mapping, or an address space that ends below it), memory is
- * mapped anywhere and the window widens to every address; so does
- * HUGEZERO_MODE=off, whose frees all take the slow path. */
+ * mapped anywhere and the window widens to every address (the span, one
+ * word, set to the largest value: every address but HZ_REG_WINDOW_LO - 1,
+ * never a block's, then tests as inside); so does HUGEZERO_MODE=off,
+ * whose frees all take the slow path. */
 #define HZ_REG_WINDOW_LO ((uintptr_t)1 << 44) /* 16 TiB */
 #define HZ_REG_WINDOW ((uintptr_t)1 << 44)
-HZ_HIDDEN extern uintptr_t hz_reg_lo, hz_reg_span;
+HZ_HIDDEN extern uintptr_t hz_reg_span;
 static inline int hz_reg_maybe(const void *p)
 {
-	return (uintptr_t)p - __atomic_load_n(&hz_reg_lo, __ATOMIC_RELAXED) <
-	       __atomic_load_n(&hz_reg_span, __ATOMIC_RELAXED);
+	return (uintptr_t)p - HZ_REG_WINDOW_LO < __atomic_load_n(&hz_reg_span, __ATOMIC_RELAXED);
 }
 
 /* Maps size bytes for the arenas, aligned to HZ_CHUNK_SIZE, in the window

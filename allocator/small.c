@@ -53,9 +53,13 @@ void hz_small_totals(struct hz_small_totals *t)
 void hz_small_counters(hz_counter_fn fn, void *arg)
 {
 	static const char *const names[][2] = {
-		{"malloc.small.calls", "stats.arenas." HZ_JE_ARENAS_ALL ".small.nmalloc"},
+		/* Requests, thread caches' included (merged when a cache
+		 * flushes or its thread exits, so they lag a little); frees
+		 * are the blocks given back to jemalloc's bins and extents,
+		 * past the thread caches. */
+		{"malloc.small.calls", "stats.arenas." HZ_JE_ARENAS_ALL ".small.nrequests"},
 		{"malloc.small.frees", "stats.arenas." HZ_JE_ARENAS_ALL ".small.ndalloc"},
-		{"malloc.small.large_calls", "stats.arenas." HZ_JE_ARENAS_ALL ".large.nmalloc"},
+		{"malloc.small.large_calls", "stats.arenas." HZ_JE_ARENAS_ALL ".large.nrequests"},
 		{"malloc.small.large_frees", "stats.arenas." HZ_JE_ARENAS_ALL ".large.ndalloc"},
 	};
 	struct hz_small_totals t;

@@ -4,12 +4,13 @@
  * through libstdc++'s operators, a call more each way, and its sized
  * delete loses the size that spares a lookup.
  *
- * new is malloc's fast path; when it fails, the call goes to libstdc++'s
- * operator of the same name, which calls malloc (this library's) again,
- * then the new_handler, in a loop, and throws std::bad_alloc or, for the
- * nothrow forms, returns NULL: C++'s rules, kept by C++'s own code. With
- * no libstdc++ to defer to (libhugezero.a), a failed new aborts with a
- * message, as a program built without exceptions does.
+ * new is malloc's fast path; when it fails, the call goes to the C++
+ * runtime's operator of the same name (libstdc++'s, or libc++'s), which
+ * calls malloc (this library's) again, then the new_handler, in a loop,
+ * and throws std::bad_alloc or, for the nothrow forms, returns NULL: C++'s
+ * rules, kept by C++'s own code. With no runtime to defer to
+ * (libhugezero.a), a nothrow form returns NULL and the others abort with
+ * a message, as a program built without exceptions does.
  *
  * A sized delete below hz_large_min frees a block of jemalloc's with its
  * size (a block of that size was made there); other sizes, NULL, and
@@ -25,19 +26,23 @@
 #include "fast.h"
 #include "preload.h"
 
-/* libstdc++'s operator name, called with the arguments this one had
- * (size, then the alignment and the nothrow tag where the form has them:
- * arguments past a function's own are ignored under the LP64 calling
- * conventions), or an abort. */
+/* The C++ runtime's operator name, called with the arguments this one
+ * had (size, then the alignment and the nothrow tag where the form has
+ * them: arguments past a function's own are ignored under the LP64
+ * calling conventions); without a runtime, NULL for a nothrow form, else
+ * an abort. */
 static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size, size_t a2,
-				    const void *a3)
+				    const void *a3, int nothrow)
 {
 	void *f = hz_lib_lookup(cache, "libstdc++.so.6", name);
-	if (!f) {
-		hz_os_log("operator new: out of memory (no libstdc++ to throw std::bad_alloc)", NULL, NULL);
-		abort();
-	}
-	return ((void *(*)(size_t, size_t, const void *))f)(size, a2, a3);
+	if (!f)
+		f = hz_lib_lookup(cache, "libc++.so.1", name);
+	if (f)
+		return ((void *(*)(size_t, size_t, const void *))f)(size, a2, a3);
+	if (nothrow)
+		return NULL; /* errno is ENOMEM, as malloc left it */
+	hz_os_log("operator new: out of memory (no C++ runtime to throw std::bad_alloc)", NULL, NULL);
+	abort();
 }
 
 /* The nothrow forms' second argument (const std::nothrow_t &) is unused,
@@ -48,21 +53,21 @@ static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size,
 	{                                                                                  \
 		void *p = hz_fast_malloc(size);                                            \
 		static void *next;                                                         \
-		return hz_likely(p != NULL) ? p : new_failed(&next, #mangled, size, 0, NULL); \
+		return hz_likely(p != NULL) ? p : new_failed(&next, #mangled, size, 0, NULL, 0); \
 	}
 #define NEW_NOTHROW(mangled)                                                                  \
 	HZ_EXPORT void *mangled(size_t size, const struct nothrow *nt)                        \
 	{                                                                                     \
 		void *p = hz_fast_malloc(size);                                               \
 		static void *next;                                                            \
-		return hz_likely(p != NULL) ? p : new_failed(&next, #mangled, size, (size_t)nt, NULL); \
+		return hz_likely(p != NULL) ? p : new_failed(&next, #mangled, size, (size_t)nt, NULL, 1); \
 	}
 #define NEW_ALIGNED(mangled, ...)                                                             \
 	HZ_EXPORT void *mangled(size_t size, size_t align, ##__VA_ARGS__)                     \
 	{                                                                                     \
-		void *p = align & (align - 1) ? NULL : hz_alloc_aligned(align, size);         \
+		void *p = !align || align & (align - 1) ? NULL : hz_alloc_aligned(align, size); \
 		static void *next;                                                            \
-		return hz_likely(p != NULL) ? p : new_failed(&next, #mangled, size, align, NT); \
+		return hz_likely(p != NULL) ? p : new_failed(&next, #mangled, size, align, NT, NT != NULL); \
 	}
 #define DELETE(mangled, ...)                           \
 	HZ_EXPORT void mangled(void *p, ##__VA_ARGS__) \
@@ -70,16 +75,16 @@ static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size,
 		hz_fast_free(p);                       \
 	}
 /* jemalloc's sized free needs the alignment too: it finds the size class
- * from both. */
+ * from both; a size of 0 is the 1 byte aligned new asked for. */
 #define DELETE_SIZED(mangled, flags, ...)                                \
 	HZ_EXPORT void mangled(void *p, size_t size, ##__VA_ARGS__)      \
 	{                                                                \
 		if (hz_likely(size < hz_large_min && p != NULL))         \
-			hz_je_sdallocx(p, size, flags);                  \
+			hz_je_sdallocx(p, size + !size, flags);          \
 		else                                                     \
 			hz_free_slow(p);                                 \
 	}
-#define LG(align) HZ_JE_LG_ALIGN(__builtin_ctzl(align))
+#define LG(align) HZ_JE_LG_ALIGN(align ? __builtin_ctzl(align) : 0)
 
 struct nothrow; /* std::nothrow_t, passed by reference */
 #define UNUSED __attribute__((unused))
