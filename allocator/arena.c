@@ -2,13 +2,12 @@
  * them, its counters, and fork. */
 #include "../obs/counters.h"
 #include "arena.h"
+#include "background.h"
 #include "huge.h"
 #include "registry.h"
 
-struct hz_arena hz_arenas[HZ_ARENAS] = {
-	{.lock = PTHREAD_MUTEX_INITIALIZER}, {.lock = PTHREAD_MUTEX_INITIALIZER},
-	{.lock = PTHREAD_MUTEX_INITIALIZER}, {.lock = PTHREAD_MUTEX_INITIALIZER},
-};
+#define ARENA_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .zeroer_done = PTHREAD_COND_INITIALIZER}
+struct hz_arena hz_arenas[HZ_ARENAS] = {ARENA_INIT, ARENA_INIT, ARENA_INIT, ARENA_INIT};
 int hz_hugetlb;
 static unsigned next_arena;
 static HZ_TLS int my_arena = -1;
@@ -20,9 +19,17 @@ struct hz_arena *hz_arena_of_thread(void)
 	return &hz_arenas[my_arena];
 }
 
-void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, int zero)
+void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
 {
+	/* An arena's first block says nothing of what comes next (a program
+	 * that recycles it wants no reserve); fresh memory after it does. */
+	if (a->nalloc)
+		a->missed += fresh;
 	a->nalloc++;
+	if (fresh)
+		a->reserve_misses++;
+	else
+		a->reserve_hits++;
 	if (zero) {
 		a->ncalloc++;
 		a->calloc_bytes += bytes;
@@ -65,20 +72,32 @@ static struct hz_chunk *new_chunk(struct hz_arena *a)
 	return c;
 }
 
-/* Adds c to a (lock held), or gives it back when a is full. */
-static void add_chunk(struct hz_arena *a, struct hz_chunk *c)
+/* Adds c to a (lock held), or gives it back when a is full: 0 or -1. */
+static int add_chunk(struct hz_arena *a, struct hz_chunk *c)
 {
 	if (a->nchunks == HZ_ARENA_CHUNKS) {
 		hz_reg_set(c->base, HZ_CHUNK_SIZE, 0);
 		hz_chunk_destroy(c);
 		hz_os_unmap(c, hz_round_up(sizeof(struct hz_chunk), hz_page_size));
-		return;
+		return -1;
 	}
 	if (hz_hugetlb) {
 		a->hugetlb_chunks += c->hugetlb;
 		a->hugetlb_fallbacks += !c->hugetlb;
 	}
 	a->chunks[a->nchunks++] = c;
+	return 0;
+}
+
+int hz_arena_grow(struct hz_arena *a)
+{
+	struct hz_chunk *n = new_chunk(a);
+	if (!n)
+		return -1;
+	pthread_mutex_lock(&a->lock);
+	int r = add_chunk(a, n);
+	pthread_mutex_unlock(&a->lock);
+	return r;
 }
 
 /* A run of npages in a's chunks, first fit (lock held); NULL when none. */
@@ -102,21 +121,23 @@ void *hz_arena_alloc(size_t npages, int zero)
 	void *p = fit(a, npages, &c);
 	if (!p && a->nchunks < HZ_ARENA_CHUNKS) {
 		pthread_mutex_unlock(&a->lock);
-		struct hz_chunk *n = new_chunk(a);
+		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
-		if (n)
-			add_chunk(a, n);
 		p = fit(a, npages, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
 	if (p) {
+		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+		size_t fresh = c->taken_fresh << HZ_PAGE_SHIFT;
+		hz_zeroer_collide(a, c, i, i + npages, NULL);
 		if (zero) {
 			hz_chunk_zero_plan(c, p, &plan);
 			a->known_zero += plan.known_zero;
+			a->cleared_caller += (npages << HZ_PAGE_SHIFT) - plan.known_zero;
 		}
 		hz_chunk_mark_dirty(c, p); /* the program writes it from now on */
 		a->allocated += npages << HZ_PAGE_SHIFT;
-		hz_arena_count_alloc(a, npages << HZ_PAGE_SHIFT, zero);
+		hz_arena_count_alloc(a, npages << HZ_PAGE_SHIFT, fresh, zero);
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (p && zero) /* outside the lock: the block is ours alone */
@@ -154,8 +175,12 @@ int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
 	size_t np = hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT;
 	pthread_mutex_lock(&a->lock);
 	int ok = hz_chunk_resize(c, p, np) == 0;
-	if (ok)
+	if (ok) {
+		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+		if (np << HZ_PAGE_SHIFT > old) /* the pages taken after it */
+			hz_zeroer_collide(a, c, i + (old >> HZ_PAGE_SHIFT), i + np, NULL);
 		a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
+	}
 	pthread_mutex_unlock(&a->lock);
 	return ok ? 0 : -1;
 }
@@ -167,18 +192,25 @@ int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
  * being its own. */
 static void fork_prepare(void)
 {
+	hz_zeroer_fork_prepare();
 	for (int i = 0; i < HZ_ARENAS; i++)
 		pthread_mutex_lock(&hz_arenas[i].lock);
 	hz_huge_lock();
 	hz_reg_lock();
 }
 
-static void fork_release(void)
+static void unlock_all(void)
 {
 	hz_reg_unlock();
 	hz_huge_unlock();
 	for (int i = HZ_ARENAS - 1; i >= 0; i--)
 		pthread_mutex_unlock(&hz_arenas[i].lock);
+}
+
+static void fork_parent(void)
+{
+	unlock_all();
+	hz_zeroer_fork_parent();
 }
 
 static void fork_child(void)
@@ -189,11 +221,15 @@ static void fork_child(void)
 		a->purges = a->purge_ranges = a->purge_syscalls = a->purge_fallbacks = 0;
 		a->nalloc = a->ncalloc = a->calloc_bytes = a->nfree = 0;
 		a->hugetlb_chunks = a->hugetlb_fallbacks = 0;
+		a->cleared_caller = a->reserve_hits = a->reserve_misses = 0;
+		/* No thread of the child waits here. */
+		pthread_cond_init(&a->zeroer_done, NULL);
 	}
-	fork_release();
+	unlock_all();
+	hz_zeroer_fork_child();
 }
 
 __attribute__((constructor)) static void arena_init(void)
 {
-	pthread_atfork(fork_prepare, fork_release, fork_child);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -26,6 +26,7 @@ struct hz_huge;
 
 struct hz_arena {
 	pthread_mutex_t lock;
+	pthread_cond_t zeroer_done; /* a piece of the zeroer's ended (background.h) */
 	unsigned nchunks;
 	struct hz_chunk *chunks[HZ_ARENA_CHUNKS];
 	size_t allocated, known_zero;
@@ -33,11 +34,15 @@ struct hz_arena {
 	size_t cached;         /* their mapped bytes */
 	uint64_t dirty_since;  /* when free dirty memory last appeared; 0: none */
 	uint64_t frees;        /* a clock: blocks and chunks remember it when freed */
+	size_t missed;         /* bytes handed out that were not in memory, since the last decay:
+				* the reserve refills up to this much (and HUGEZERO_RESERVE) */
 	/* Counters. */
 	size_t purged;
 	uint64_t purges, purge_ranges, purge_syscalls, purge_fallbacks;
 	uint64_t nalloc, ncalloc, calloc_bytes, nfree;
 	uint64_t hugetlb_chunks, hugetlb_fallbacks;
+	uint64_t cleared_caller;                 /* bytes calloc cleared on the caller's thread */
+	uint64_t reserve_hits, reserve_misses;   /* blocks handed out all in memory, or not */
 };
 
 extern struct hz_arena hz_arenas[HZ_ARENAS];
@@ -53,8 +58,13 @@ static inline struct hz_arena *hz_arena_of_chunk(const struct hz_chunk *c)
 	return &hz_arenas[c->owner];
 }
 
-/* A block handed out (lock held): counted, with zero set as calloc's. */
-void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, int zero);
+/* A block handed out (lock held): counted, with zero set as calloc's;
+ * fresh of its bytes were not in memory. */
+void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
+/* A new chunk for a, mapped and registered without the lock (mapping it,
+ * and timing its first huge page, may take milliseconds); then added
+ * under it. 0, or -1 when memory is out or a is full. */
+int hz_arena_grow(struct hz_arena *a);
 /* One batched release of bytes, counted (lock held); returns bytes. */
 size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes);
 
@@ -78,7 +88,8 @@ int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
  * blocks alike), and how long. Set once by hz_large_setup. */
 extern size_t hz_dirty_max;
 extern uint64_t hz_dirty_decay_ns;
-/* The arena's free dirty bytes (lock held). */
+/* The arena's free bytes in memory (lock held): dirty chunk pages, clean
+ * ones (the reserve) and cached huge blocks. */
 size_t hz_arena_dirty(const struct hz_arena *a);
 /* After a free (lock held): over hz_dirty_max, or kept longer than
  * hz_dirty_decay_ns, free dirty memory goes back to the kernel, least

@@ -96,7 +96,12 @@ void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
 	while (i < HZ_CHUNK_PAGES) {
 		size_t j = next_bit(c->used, i, HZ_CHUNK_PAGES, 1);
 		if (j - i >= npages) {
-			c->dirty_free -= count_range(c->dirty, i, i + npages);
+			size_t dirty = count_range(c->dirty, i, i + npages);
+			size_t clean = count_range(c->clean, i, i + npages);
+			c->dirty_free -= dirty;
+			c->clean_free -= clean;
+			c->taken_fresh = npages - dirty - clean;
+			set_range(c->clean, i, i + npages, 0);
 			set_range(c->used, i, i + npages, 1);
 			set_range(c->start, i, i + 1, 1);
 			c->npages[i] = (uint32_t)npages;
@@ -147,6 +152,8 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		    next_bit(c->used, i + n, i + npages, 1) != i + npages)
 			return -1;
 		c->dirty_free -= count_range(c->dirty, i + n, i + npages);
+		c->clean_free -= count_range(c->clean, i + n, i + npages);
+		set_range(c->clean, i + n, i + npages, 0);
 		set_range(c->used, i + n, i + npages, 1);
 		set_range(c->dirty, i + n, i + npages, 1);
 		c->free_pages -= npages - n;
@@ -159,6 +166,7 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p)
 {
 	size_t n = hz_chunk_block_pages(c, p), i = page_of(c, p);
 	set_range(c->dirty, i, i + n, 1);
+	set_range(c->clean, i, i + n, 0);
 }
 
 int hz_calloc_release;
@@ -245,6 +253,49 @@ size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c)
 	return k;
 }
 
+size_t hz_chunk_clean_free_pages(const struct hz_chunk *c)
+{
+	size_t k = 0;
+	for (size_t w = 0; w < HZ_CHUNK_WORDS; w++)
+		k += (size_t)__builtin_popcountll(c->clean[w] & ~c->used[w]);
+	return k;
+}
+
+/* Whether page i is free and in the state hz_chunk_next_run wants. */
+static int wanted(const struct hz_chunk *c, int want_dirty, size_t i)
+{
+	if (bit(c->used, i))
+		return 0;
+	return want_dirty ? bit(c->dirty, i) : !bit(c->dirty, i) && !bit(c->clean, i);
+}
+
+int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, size_t *lo, size_t *hi)
+{
+	for (size_t w = from >> 6; w < HZ_CHUNK_WORDS; w++) {
+		uint64_t m = ~c->used[w] & (want_dirty ? c->dirty[w] : ~(c->dirty[w] | c->clean[w]));
+		if (w == from >> 6)
+			m &= ~0ull << (from & 63);
+		if (!m)
+			continue;
+		size_t i = (w << 6) + (size_t)__builtin_ctzll(m);
+		size_t end = (i | (HZ_HUGE_PAGES - 1)) + 1, j = i + 1;
+		while (j < end && wanted(c, want_dirty, j))
+			j++;
+		*lo = i;
+		*hi = j;
+		return 0;
+	}
+	return -1;
+}
+
+void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi)
+{
+	c->dirty_free -= count_range(c->dirty, lo, hi);
+	set_range(c->dirty, lo, hi, 0);
+	c->clean_free += (hi - lo) - count_range(c->clean, lo, hi);
+	set_range(c->clean, lo, hi, 1);
+}
+
 /* The batch being gathered: ranges in page indices, flushed when full
  * (a chunk has 32 huge pages, so whole-block purges take one batch). */
 #define GATHER 128
@@ -273,7 +324,9 @@ static void flush(struct gather *g)
 	} else {
 		for (size_t k = 0; k < g->n; k++) {
 			g->c->dirty_free -= count_range(g->c->dirty, g->lo[k], g->hi[k]);
+			g->c->clean_free -= count_range(g->c->clean, g->lo[k], g->hi[k]);
 			set_range(g->c->dirty, g->lo[k], g->hi[k], 0);
+			set_range(g->c->clean, g->lo[k], g->hi[k], 0);
 		}
 		g->bytes += res.bytes;
 	}
@@ -304,8 +357,10 @@ size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result 
 	g.total = (struct hz_release_result){0};
 	for (size_t h = 0; h < HZ_CHUNK_PAGES; h += HZ_HUGE_PAGES) {
 		size_t e = h + HZ_HUGE_PAGES;
-		if (next_bit(c->dirty, h, e, 1) == e)
-			continue; /* nothing to release here */
+		if (next_bit(c->dirty, h, e, 1) == e && next_bit(c->clean, h, e, 1) == e)
+			continue; /* nothing in memory to release here */
+		if (c->busy_lo < e && h < c->busy_hi)
+			continue; /* the zeroer's: not now */
 		if (next_bit(c->used, h, e, 1) == e) {
 			add(&g, h, e); /* a whole free huge page */
 			continue;
@@ -314,7 +369,7 @@ size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result 
 			continue; /* never split a huge page in use (hugetlb: cannot) */
 		for (size_t i = next_bit(c->used, h, e, 0); i < e;) {
 			size_t j = next_bit(c->used, i, e, 1);
-			if (next_bit(c->dirty, i, j, 1) < j)
+			if (next_bit(c->dirty, i, j, 1) < j || next_bit(c->clean, i, j, 1) < j)
 				add(&g, i, j);
 			i = next_bit(c->used, j, e, 0);
 		}

@@ -1,11 +1,13 @@
 /* allocator/chunk.h: page runs inside one hugepage chunk, and what each
  * page holds. A chunk is HZ_CHUNK_SIZE bytes of address space, aligned to
  * its size, asked for transparent huge pages. It hands out runs of pages
- * first-fit, coalesces them when freed, and knows for every page whether
- * it is known to read as zero (fresh from mmap, or released with
- * MADV_DONTNEED) or dirty; calloc clears only the dirty runs of a block,
- * and a purge releases only whole 2 MiB blocks of free pages, never
- * splitting a huge page.
+ * first-fit, coalesces them when freed, and knows what every free page
+ * holds: dirty (may hold non-zero bytes), clean (in memory and zero: the
+ * background zeroer cleared or populated it, background.h), or neither
+ * (fresh from mmap, or released with MADV_DONTNEED: zero, not in memory).
+ * A page of a live block is dirty. calloc clears only the dirty runs of a
+ * block, and a purge releases only whole 2 MiB blocks of free pages,
+ * never splitting a huge page.
  *
  * Not thread-safe: the caller holds the chunk's arena lock. */
 #ifndef HZ_CHUNK_H
@@ -31,12 +33,16 @@
 struct hz_chunk {
 	unsigned char *base;              /* HZ_CHUNK_SIZE bytes, aligned */
 	size_t free_pages;
-	size_t dirty_free;                /* pages free and dirty: what a purge could release */
+	size_t dirty_free;                /* pages free and dirty */
+	size_t clean_free;                /* pages free and clean; with dirty_free, what a purge could release */
+	size_t taken_fresh;               /* pages of the last run handed out that were neither (not in memory) */
+	uint32_t busy_lo, busy_hi;        /* free pages the zeroer works on (background.h): no purge there */
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
 	uint64_t freed;                   /* when a block was last freed here (its arena's clock) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
+	uint64_t clean[HZ_CHUNK_WORDS];   /* page is free, in memory and zero */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
 };
@@ -50,8 +56,9 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb);
 void hz_chunk_destroy(struct hz_chunk *c);
 
 /* A run of npages (> 0) pages, first fit; NULL when no free run is long
- * enough. The pages keep their zero/dirty state until the caller clears
- * or writes them. */
+ * enough. Its dirty pages stay dirty and the others read as zero until the
+ * caller clears or writes them (hz_chunk_mark_dirty); taken_fresh counts
+ * those that were not in memory. */
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages);
 /* The length in pages of the live block starting at p, or 0 when p is not
  * the start of a live block of this chunk (a foreign pointer, or one freed
@@ -110,8 +117,19 @@ void hz_chunk_mark_dirty(struct hz_chunk *c, void *p);
 size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result *res);
 
 /* Pages of the chunk that are free and dirty, counted from the bitmaps
- * (c->dirty_free keeps the same figure as it changes). */
+ * (c->dirty_free keeps the same figure as it changes); and free and clean
+ * (c->clean_free). */
 size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c);
+size_t hz_chunk_clean_free_pages(const struct hz_chunk *c);
+
+/* ---- for the background zeroer (background.h), lock held ---- */
+
+/* The first run of free pages at or after page `from`, within one huge
+ * page, that are dirty (want_dirty) or neither dirty nor clean; 0 and the
+ * run in [*lo, *hi), or -1 when there is none. */
+int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, size_t *lo, size_t *hi);
+/* Pages [lo, hi), free and now zero in memory, become clean. */
+void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi);
 
 #pragma GCC visibility pop
 

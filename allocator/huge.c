@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include "../obs/counters.h"
+#include "background.h"
 #include "fresh.h"
 #include "huge.h"
 #include "registry.h"
@@ -113,21 +114,35 @@ static struct hz_huge *cache_take(struct hz_arena *a, size_t mapped)
 	struct hz_huge *h = *best;
 	*best = h->next;
 	a->cached -= h->mapped;
-	if (h->mapped - mapped > mapped / 4)
+	hz_zeroer_collide(a, NULL, 0, 0, h); /* before the cut unmaps any of it */
+	if (h->mapped - mapped > mapped / 4) {
 		cut(h, mapped);
+		if (h->cleared > mapped)
+			h->cleared = mapped;
+	}
 	return h;
 }
 
-/* h handed out with usable bytes, counted (a's lock held); known_zero
- * when calloc need not clear it. */
-static void hand_out(struct hz_arena *a, struct hz_huge *h, size_t usable, int zero, int known_zero)
+/* h handed out with usable bytes, counted (a's lock held); its first
+ * known_zero bytes need no clear; fresh when it is a new mapping. */
+static void hand_out(struct hz_arena *a, struct hz_huge *h, size_t usable, int zero, size_t known_zero,
+		     int fresh)
 {
 	h->size = usable;
 	h->live = 1;
 	a->allocated += usable;
-	hz_arena_count_alloc(a, usable, zero);
-	if (zero && known_zero)
-		a->known_zero += usable;
+	hz_arena_count_alloc(a, usable, fresh ? usable : 0, zero);
+	if (zero) {
+		known_zero = known_zero < usable ? known_zero : usable;
+		a->known_zero += known_zero;
+		a->cleared_caller += usable - known_zero;
+	}
+}
+
+/* The first bytes of a cached block that read as zero. */
+static size_t known_zero(const struct hz_huge *h)
+{
+	return h->dirty ? h->cleared : h->mapped;
 }
 
 /* A new mapping of `mapped` bytes for arena a, registered; NULL when
@@ -161,21 +176,30 @@ void *hz_huge_alloc(size_t size, int zero)
 	struct hz_arena *a = hz_arena_of_thread();
 	pthread_mutex_lock(&a->lock);
 	struct hz_huge *h = cache_take(a, mapped);
-	if (h)
-		hand_out(a, h, usable, zero, !h->dirty);
+	size_t kz = 0;
+	if (h) {
+		kz = known_zero(h);
+		hand_out(a, h, usable, zero, kz, 0);
+	}
 	pthread_mutex_unlock(&a->lock);
 	if (h) {
 		/* Recycled memory is cleared here, hinted at its first page,
-		 * instead of being faulted in page by page by the kernel. */
-		if (zero && h->dirty && !(hz_calloc_release && !hz_os_dontneed(h->base, usable)))
-			hz_zero_hinted_counted(h->base, usable, h->base);
+		 * instead of being faulted in page by page by the kernel; what
+		 * the zeroer cleared already is left alone. */
+		if (zero && kz < usable) {
+			if (!kz && !(hz_calloc_release && !hz_os_dontneed(h->base, usable)))
+				hz_zero_hinted_counted(h->base, usable, h->base);
+			else if (kz)
+				hz_fill_counted(h->base + kz, 0, usable - kz);
+		}
 		h->dirty = 1;
+		h->cleared = 0;
 		return h->base;
 	}
 	if (!(h = map_new(a, mapped)))
 		return NULL;
 	pthread_mutex_lock(&a->lock);
-	hand_out(a, h, usable, zero, 1);
+	hand_out(a, h, usable, zero, usable, 1);
 	pthread_mutex_unlock(&a->lock);
 	return h->base;
 }

@@ -22,6 +22,7 @@ struct hz_huge {
 	size_t size;   /* usable bytes, whole pages */
 	size_t mapped; /* whole huge pages */
 	int live, dirty;
+	size_t cleared;       /* while free and dirty: its first bytes the zeroer made zero */
 	unsigned owner;
 	uint64_t freed;       /* its arena's clock when it was freed */
 	struct hz_huge *next; /* in its arena's cache while free */

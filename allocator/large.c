@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "background.h"
 #include "large.h"
 
 void hz_large_setup(const struct hz_large_cfg *cfg)
@@ -13,6 +14,8 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_fresh_setup(cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
 	hz_calloc_release = cfg->calloc_release;
+	hz_zeroer_enabled = cfg->background;
+	hz_zeroer_reserve = cfg->reserve;
 }
 
 void *hz_large_alloc(size_t size, int zero)
@@ -26,6 +29,8 @@ void *hz_large_alloc(size_t size, int zero)
 		p = hz_huge_alloc(size, zero);
 	if (!p)
 		errno = ENOMEM;
+	else
+		hz_zeroer_kick(zero); /* the reserve to refill */
 	return p;
 }
 
@@ -41,10 +46,11 @@ size_t hz_large_usable(const void *p)
 int hz_large_free(void *p)
 {
 	struct hz_huge *h = hz_huge_at(p);
-	if (h)
-		return hz_huge_free(h);
-	struct hz_chunk *c = hz_reg_chunk(p);
-	return c ? hz_arena_free(c, p) : -1;
+	struct hz_chunk *c = h ? NULL : hz_reg_chunk(p);
+	int r = h ? hz_huge_free(h) : c ? hz_arena_free(c, p) : -1;
+	if (!r)
+		hz_zeroer_kick(1); /* dirty memory to clear */
+	return r;
 }
 
 /* In place: a chunk block resized within its chunk, or a huge block
@@ -127,6 +133,11 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->purge_fallbacks += a->purge_fallbacks;
 		out->hugetlb_chunks += a->hugetlb_chunks;
 		out->hugetlb_fallbacks += a->hugetlb_fallbacks;
+		out->cleared_caller += a->cleared_caller;
+		out->reserve_hits += a->reserve_hits;
+		out->reserve_misses += a->reserve_misses;
+		for (unsigned k = 0; k < a->nchunks; k++)
+			out->reserve_bytes += a->chunks[k]->clean_free << HZ_PAGE_SHIFT;
 		pthread_mutex_unlock(&a->lock);
 	}
 	out->thp_advised = __atomic_load_n(&hz_thp_advised, __ATOMIC_RELAXED);
@@ -155,6 +166,24 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "hugetlb.fallbacks", s.hugetlb_fallbacks, 0);
 	fn(arg, "thp.advised", s.thp_advised, 0);
 	fn(arg, "thp.refused", s.thp_refused, 0);
+	fn(arg, "large.cleared_caller_bytes", s.cleared_caller, 0);
+	fn(arg, "reserve.bytes", s.reserve_bytes, 1);
+	fn(arg, "reserve.hits", s.reserve_hits, 0);
+	fn(arg, "reserve.misses", s.reserve_misses, 0);
+	struct hz_zeroer_stats z;
+	hz_zeroer_stats(&z);
+	fn(arg, "background.running", (uint64_t)z.running, 1);
+	/* 2: SCHED_IDLE, 1: nice 19, 0: normal (see background.sched_fallbacks). */
+	fn(arg, "background.sched", (uint64_t)z.sched, 1);
+	fn(arg, "background.starts", z.starts, 0);
+	fn(arg, "background.start_failures", z.start_failures, 0);
+	fn(arg, "background.sched_fallbacks", z.sched_fallbacks, 0);
+	fn(arg, "background.cleared_bytes", z.cleared, 0);
+	fn(arg, "background.populated_bytes", z.populated, 0);
+	fn(arg, "background.abandoned_bytes", z.abandoned, 0);
+	fn(arg, "background.waits", z.waits, 0);
+	fn(arg, "background.cpu_time", z.cpu_ns, 0); /* ns */
+	fn(arg, "background.wakeups", z.wakeups, 0);
 	struct hz_fresh_stats f;
 	hz_fresh_stats(&f);
 	fn(arg, "fresh.probes", f.probes, 0);

@@ -9,6 +9,8 @@
  *   arena.h     arenas: locks, chunks, blocks in chunks, counters, fork
  *   huge.h      blocks too large for a chunk: own mappings, cached
  *   purge.c     the dirty budget: what goes back to the kernel, and when
+ *   background.h  the background zeroer: freed memory pre-cleared, a
+ *               reserve of fresh pages in memory, off the program's thread
  *   prim.h      the OS primitives: the library's one contract with the
  *               operating system, the floor every room stands on
  *
@@ -35,6 +37,8 @@ struct hz_large_cfg {
 	enum hz_fresh_mode fresh; /* and for fresh memory, when (fresh.h) */
 	int hugetlb;             /* chunks from the hugetlb pool when it can */
 	int calloc_release;      /* calloc releases dirty runs instead of clearing them */
+	int background;          /* the background zeroer may run (background.h) */
+	size_t reserve;          /* and keeps this many bytes of clean pages */
 };
 /* Configures the arenas; at the first allocation, before any block. */
 void hz_large_setup(const struct hz_large_cfg *cfg);
@@ -81,6 +85,8 @@ struct hz_large_stats {
 	uint64_t purges, purge_ranges, purge_syscalls, purge_fallbacks; /* purges: batches */
 	uint64_t hugetlb_chunks, hugetlb_fallbacks;
 	uint64_t thp_advised, thp_refused;
+	uint64_t cleared_caller, reserve_hits, reserve_misses;
+	size_t reserve_bytes; /* free clean pages: pre-cleared or populated */
 };
 void hz_large_stats(struct hz_large_stats *out);
 /* The same, by name, for the report (an obs.h source). */

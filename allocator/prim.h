@@ -59,6 +59,10 @@ int hz_os_hugepage(void *p, size_t size);
 int hz_os_nohugepage(void *p, size_t size);
 /* Whether the page at p (page-aligned) is in memory (mincore); 0 on error. */
 int hz_os_resident(const void *p);
+/* Faults [p, p+size) in as for a write, leaving every byte as it is
+ * (MADV_POPULATE_WRITE): a page already in memory is untouched, so it is
+ * safe while another thread writes there. EINVAL before Linux 5.14. */
+int hz_os_populate(void *p, size_t size);
 /* Releases [p, p+size) (MADV_DONTNEED): the range reads as zero after. */
 int hz_os_dontneed(void *p, size_t size);
 /* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or to
@@ -107,6 +111,27 @@ uint64_t hz_os_realtime_ns(void);
 void hz_os_sleep_ms(uint64_t ms);
 /* Lets another thread run (a short wait's turn). */
 void hz_os_yield(void);
+
+/* The calling thread's CPU time, in nanoseconds. */
+uint64_t hz_os_thread_cpu_ns(void);
+
+/* ---- threads ---- */
+
+/* Starts fn(arg) on a new detached thread with every signal blocked (it
+ * never takes a signal meant for the program) and a 256 KiB stack. Made
+ * by pthread_create, which allocates a little (the thread's TLS) through
+ * malloc: called with no lock of the library held. */
+int hz_os_thread_start(void *(*fn)(void *), void *arg);
+/* The scheduling a background thread can lower itself to. */
+enum hz_sched { HZ_SCHED_NORMAL, HZ_SCHED_NICE19, HZ_SCHED_IDLE };
+/* Lowers the calling thread to SCHED_IDLE, or where that is refused
+ * (seccomp) to nice 19, or leaves it: what it got. */
+enum hz_sched hz_os_sched_background(void);
+/* What a new thread would get from hz_os_sched_background, asked on a
+ * short-lived thread of its own (the caller's scheduling is never
+ * changed: leaving SCHED_IDLE needs a privilege); -1 when no thread
+ * could be made. */
+int hz_os_sched_background_probe(void);
 
 /* ---- environment ---- */
 

@@ -1,14 +1,18 @@
 /* The OS primitives on Linux (prim.h). Memory by raw syscall; files,
  * clock and environment through libc's wrappers of single system calls,
  * none of which allocates. errno is saved and restored around each. */
+#define _GNU_SOURCE /* SCHED_IDLE */
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mman.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -142,6 +146,16 @@ int hz_os_resident(const void *p)
 	unsigned char v = 0;
 	int saved = errno;
 	return !status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+int hz_os_populate(void *p, size_t size)
+{
+	int saved = errno;
+	return status(syscall(SYS_madvise, p, size, MADV_POPULATE_WRITE), saved);
 }
 
 int hz_os_dontneed(void *p, size_t size)
@@ -423,4 +437,71 @@ void hz_os_close(int fd)
 	int saved = errno;
 	close(fd);
 	errno = saved;
+}
+
+uint64_t hz_os_thread_cpu_ns(void)
+{
+	struct timespec t;
+	int saved = errno;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)) {
+		errno = saved;
+		return 0;
+	}
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+int hz_os_thread_start(void *(*fn)(void *), void *arg)
+{
+	int saved = errno;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	if (pthread_attr_init(&attr))
+		return EAGAIN;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+	/* The new thread inherits the mask: blocked from its first
+	 * instruction, so no process-directed signal is ever delivered to it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&t, &attr, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	errno = saved;
+	return e;
+}
+
+enum hz_sched hz_os_sched_background(void)
+{
+	int saved = errno;
+	struct sched_param sp = {0};
+	enum hz_sched r = HZ_SCHED_NORMAL;
+	/* Linux: pid 0 and who 0 name the calling thread, not the process. */
+	if (!sched_setscheduler(0, SCHED_IDLE, &sp))
+		r = HZ_SCHED_IDLE;
+	else if (!setpriority(PRIO_PROCESS, 0, 19))
+		r = HZ_SCHED_NICE19;
+	errno = saved;
+	return r;
+}
+
+static void *probe_main(void *arg)
+{
+	*(int *)arg = (int)hz_os_sched_background();
+	return NULL;
+}
+
+int hz_os_sched_background_probe(void)
+{
+	int saved = errno, got = -1;
+	pthread_t t;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&t, NULL, probe_main, &got);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!e)
+		pthread_join(t, NULL);
+	errno = saved;
+	return e ? -1 : got;
 }

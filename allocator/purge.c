@@ -4,6 +4,7 @@
  * blocks go in one batch a chunk, never splitting a huge page; partial
  * ones stay until malloc_trim. */
 #include "arena.h"
+#include "background.h"
 #include "huge.h"
 
 size_t hz_dirty_max;
@@ -13,16 +14,18 @@ size_t hz_arena_dirty(const struct hz_arena *a)
 {
 	size_t pages = 0;
 	for (unsigned k = 0; k < a->nchunks; k++)
-		pages += a->chunks[k]->dirty_free;
+		pages += a->chunks[k]->dirty_free + a->chunks[k]->clean_free;
 	return (pages << HZ_PAGE_SHIFT) + a->cached;
 }
 
-/* The cache's tail, its least recently freed block; NULL when empty. */
+/* The cache's least recently freed block the zeroer is not working on;
+ * NULL when there is none. */
 static struct hz_huge **oldest_cached(struct hz_arena *a)
 {
 	struct hz_huge **hp = NULL;
 	for (struct hz_huge **pp = &a->cache; *pp; pp = &(*pp)->next)
-		hp = pp;
+		if (!hz_zeroer_claims(*pp))
+			hp = pp;
 	return hp;
 }
 
@@ -51,7 +54,7 @@ static void release_oldest(struct hz_arena *a, int all)
 		struct hz_chunk *c = NULL;
 		unsigned ck = 0;
 		for (unsigned k = 0; k < a->nchunks; k++)
-			if (!tried[k] && a->chunks[k]->dirty_free >= HZ_HUGE_PAGES &&
+			if (!tried[k] && a->chunks[k]->dirty_free + a->chunks[k]->clean_free >= HZ_HUGE_PAGES &&
 			    (!c || a->chunks[k]->freed < c->freed))
 				c = a->chunks[k], ck = k;
 		if (c && (!hp || c->freed <= (*hp)->freed)) {
@@ -81,12 +84,15 @@ void hz_arena_bound(struct hz_arena *a)
 	if (dirty <= hz_dirty_max && !expired)
 		return;
 	release_oldest(a, expired);
+	if (expired)
+		a->missed = 0; /* the reserve stays empty until blocks are wanted again */
 	a->dirty_since = hz_arena_dirty(a) ? now : 0;
 }
 
 size_t hz_arena_trim(struct hz_arena *a)
 {
 	size_t bytes = 0;
+	hz_zeroer_quiesce(a);
 	for (unsigned k = 0; k < a->nchunks; k++) {
 		struct hz_release_result r;
 		size_t b = hz_chunk_purge(a->chunks[k], 1, &r);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../allocator/background.h"
 #include "../allocator/large.h"
 #include "../allocator/small.h"
 #include "../arch/arch.h"
@@ -156,6 +157,14 @@ static void print_configuration(void)
 		 won ? "win" : "lose", hz_os_free_page_reporting() ? "on" : "off",
 		 hz_fresh_decide() ? "huge" : "small", hz_option(HZ_OPT_FRESH)->str);
 	hz_os_log(line, NULL, NULL);
+	static const char *const sched[] = {"normal scheduling (SCHED_IDLE and nice 19 refused)",
+					    "nice 19 (SCHED_IDLE refused)", "SCHED_IDLE"};
+	int can = hz_os_sched_background_probe();
+	snprintf(line, sizeof line,
+		 "background zeroer %s (HUGEZERO_BACKGROUND), reserve %zu MiB; a thread of it would run at %s",
+		 hz_option(HZ_OPT_BACKGROUND)->num ? "on" : "off", hz_option(HZ_OPT_RESERVE)->size >> 20,
+		 can < 0 ? "nothing: no thread can be made" : sched[can]);
+	hz_os_log(line, NULL, NULL);
 	snprintf(line, sizeof line, "memset front end %s up to %u KiB",
 		 hz_memset_front_name(hz_memset_impl), HZ_FRONT_MAX >> 10);
 	hz_os_log(line, NULL, NULL);
@@ -195,9 +204,16 @@ void hz_init(void)
 	configure_callsites();
 	if (verbose)
 		print_configuration();
+	hz_zeroer_allow(1);
 }
 
 __attribute__((constructor(101))) static void hz_constructor(void)
 {
 	hz_init();
+}
+
+/* Exit has begun: no background zeroer starts from here on. */
+__attribute__((destructor)) static void hz_destructor(void)
+{
+	hz_zeroer_allow(0);
 }

@@ -58,6 +58,10 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 			    "1 takes 64 MiB chunks from the hugetlb pool (MAP_HUGETLB) while it has 32 free pages; counted fallback to THP"},
 	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, NAME("clear"), NULL,
 				 "how calloc zeroes recycled dirty pages: clear (in place, hinted) or release (MADV_DONTNEED, refault)"},
+	[HZ_OPT_BACKGROUND] = {"BACKGROUND", HZ_OPT_BOOL, NUM(1), NULL,
+				"a thread of the process (SCHED_IDLE, started at the first large free or calloc) clears freed large blocks and keeps the reserve; 0: none"},
+	[HZ_OPT_RESERVE] = {"RESERVE", HZ_OPT_SIZE, SIZE((uint64_t)64 << 20), NULL,
+			    "bytes of fresh pages the background thread keeps in memory and zero, within DIRTY_MAX, refilled after use"},
 	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, NONE, "(none)",
 			  "write the counters at exit to stderr, or to this path (%p: the pid; else .PID appended), mode 0600, no symlinks"},
 	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, NAME("text"), NULL,
@@ -258,6 +262,8 @@ size_t hz_options_start_arenas(void)
 		.fresh = fresh,
 		.hugetlb = V(HUGETLB)->num,
 		.calloc_release = !strcmp(dirty, "release"),
+		.background = (int)V(BACKGROUND)->num,
+		.reserve = V(RESERVE)->size,
 	};
 	hz_large_setup(&cfg);
 	return large_min;

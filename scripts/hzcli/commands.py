@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 
-from . import plot, suite
+from . import idle, plot, suite
 from .merge import merge
 from .stats import compare, quantile
 from .units import size_name
@@ -178,3 +178,14 @@ def cmd_suite(args):
         if not os.access(os.path.join(os.path.dirname(lib), "bench", b), os.X_OK):
             sys.exit("hugezero suite: %s not built (scripts/build.sh build -DHZ_BENCH=ON)" % b)
     suite.run_suite(lib, args.reps, args.out, args.cases)
+
+
+# ---- idle: the background zeroer's request loop ----
+
+def cmd_idle(args):
+    if args.reps < 1:
+        sys.exit("hugezero idle: --reps needs a positive number")
+    lib = library()
+    if not os.access(os.path.join(os.path.dirname(lib), "bench", "idle_bench"), os.X_OK):
+        sys.exit("hugezero idle: idle_bench not built (scripts/build.sh build -DHZ_BENCH=ON)")
+    idle.run_idle(lib, args.reps, args.out, args.cases)

@@ -99,10 +99,12 @@ def lines(rows, xkey, ykey, series_key, series, path, title, ylabel):
         f.write("\n".join(out) + "\n")
 
 
-def alloc(rows, path):
-    """Each allocator's time relative to glibc's, per case, on a log scale."""
-    allocs = ["glibc", "jemalloc", "mimalloc", "tcmalloc", "hugezero"]
-    colors = ["#777", "#c90", "#36c", "#c33", "#2a7"]
+def alloc(rows, path, allocs=("glibc", "jemalloc", "mimalloc", "tcmalloc", "hugezero")):
+    """Each allocator's time relative to glibc's, per case, on a log scale
+    (hugezero last, in green)."""
+    palette = {"glibc": "#777", "jemalloc": "#c90", "mimalloc": "#36c", "tcmalloc": "#c33",
+               "hz-nobg": "#9d9", "hugezero": "#2a7"}
+    colors = [palette.get(a, "#000") for a in allocs]
     W, H, pad = 1000, 440, 60
     rows = [r for r in rows if r.get("glibc") not in (None, "", "fail")]
     if not rows:

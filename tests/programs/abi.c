@@ -88,7 +88,9 @@ static void introspection(void)
 	struct mallinfo2 c = mallinfo2();
 	size_t ua = a.uordblks + a.hblkhd, ub = b.uordblks + b.hblkhd, uc = c.uordblks + c.hblkhd;
 	CHECK(ub >= ua + ((size_t)64 << 20), "mallinfo2 in use %zu -> %zu", ua, ub);
-	CHECK(uc + ((size_t)64 << 20) <= ub, "mallinfo2 after free %zu -> %zu", ub, uc);
+	/* Less 1 MiB: the free may start the background zeroer, whose thread
+	 * glibc gives a few small blocks. */
+	CHECK(uc + ((size_t)63 << 20) <= ub, "mallinfo2 after free %zu -> %zu", ub, uc);
 	CHECK(mallopt(M_ARENA_MAX, 2) == 1, "mallopt(M_ARENA_MAX)");
 	CHECK(mallopt(M_MMAP_THRESHOLD, 1 << 20) == 1, "mallopt(M_MMAP_THRESHOLD)");
 	CHECK(mallopt(12345, 1) == 1, "glibc takes unknown options too");
