@@ -21,10 +21,6 @@ struct hz_arena *hz_arena_of_thread(void)
 
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
 {
-	/* An arena's first block says nothing of what comes next (a program
-	 * that recycles it wants no reserve); fresh memory after it does. */
-	if (a->nalloc)
-		a->missed += fresh;
 	a->nalloc++;
 	if (fresh)
 		a->reserve_misses++;
@@ -100,16 +96,21 @@ int hz_arena_grow(struct hz_arena *a)
 	return r;
 }
 
-/* A run of npages in a's chunks, first fit (lock held); NULL when none. */
-static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp)
+/* A run of npages in a's chunks, first fit (lock held); NULL when none.
+ * Away from the zeroer's piece where any other run fits: then no thread
+ * waits for it (background.h). */
+static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t *clean_before)
 {
-	for (unsigned i = 0; i < a->nchunks; i++) {
-		void *p;
-		if (a->chunks[i]->free_pages >= npages && (p = hz_chunk_alloc(a->chunks[i], npages))) {
-			*cp = a->chunks[i];
-			return p;
+	for (int avoid = 1; avoid >= 0; avoid--)
+		for (unsigned i = 0; i < a->nchunks; i++) {
+			void *p;
+			struct hz_chunk *c = a->chunks[i];
+			*clean_before = c->clean_free;
+			if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, avoid))) {
+				*cp = c;
+				return p;
+			}
 		}
-	}
 	return NULL;
 }
 
@@ -117,18 +118,26 @@ void *hz_arena_alloc(size_t npages, int zero)
 {
 	struct hz_arena *a = hz_arena_of_thread();
 	struct hz_chunk *c = NULL;
+	size_t clean_before = 0;
 	pthread_mutex_lock(&a->lock);
-	void *p = fit(a, npages, &c);
+	void *p = fit(a, npages, &c, &clean_before);
 	if (!p && a->nchunks < HZ_ARENA_CHUNKS) {
 		pthread_mutex_unlock(&a->lock);
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
-		p = fit(a, npages, &c); /* another thread may have taken or added room */
+		p = fit(a, npages, &c, &clean_before); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
 	if (p) {
 		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
 		size_t fresh = c->taken_fresh << HZ_PAGE_SHIFT;
+		/* The reserve (chunk pages) refills up to what chunks handed out
+		 * not in memory; an arena's first block says nothing of what
+		 * comes next (a program that recycles it wants no reserve). */
+		if (a->nalloc)
+			a->missed += fresh;
+		if (fresh || c->clean_free != clean_before)
+			hz_zeroer_want = 1;
 		hz_zeroer_collide(a, c, i, i + npages, NULL);
 		if (zero) {
 			hz_chunk_zero_plan(c, p, &plan);

@@ -9,9 +9,14 @@
  * that makes only small allocations), from the allocator's own call with
  * no lock of the library held, once the library's constructor has run and
  * before its destructor: never while the dynamic loader starts the
- * program, never during exit. A child of fork has no zeroer until it
- * needs one. Nothing is torn down at exit: the thread holds no lock
- * across a clear, so exit never waits for it.
+ * program, never once exit has reached the library. It ends after a
+ * second with nothing to do, and the next large free starts another:
+ * whichever thread of a process exits last tears its memory down, slowly
+ * at SCHED_IDLE on a busy machine, so an idle process keeps none. A child
+ * of fork has none until it has lived a second (one that frees and exits
+ * at once has no use for it). At exit the library asks it to end and
+ * waits at most 20 ms; nothing else is torn down, and the thread holds no
+ * lock across a clear.
  *
  * The protocol, one piece of work at a time (at most one huge page):
  *  1. Under the arena lock the zeroer claims a piece: free dirty pages of
@@ -31,7 +36,14 @@
  * the claim taken, under the lock, and for a clear waits on the arena's
  * condition until the claim ends, before the block is returned: so the
  * zeroer never writes to a block after it was handed out, and the wait is
- * at most one step of 256 KiB once the zeroer runs. */
+ * at most one step of 256 KiB once the zeroer runs. A thread waits only
+ * when no other free run fits (hz_chunk_alloc_avoiding): under CPU
+ * contention the zeroer, at SCHED_IDLE, may be slow to end its step.
+ *
+ * After a fork, pages may be shared copy-on-write with the other process;
+ * a clear would copy them, so the zeroer clears only the pages
+ * /proc/self/pagemap says this process maps alone, and marks the others
+ * shared, left to calloc until they are taken or released. */
 #ifndef HZ_BACKGROUND_H
 #define HZ_BACKGROUND_H
 
@@ -47,12 +59,19 @@
 extern int hz_zeroer_enabled;
 extern size_t hz_zeroer_reserve;
 
-/* After a large allocation (started is 0) or a large free or calloc
- * (may_start 1), with no lock held: wakes the zeroer, starting it the
- * first time it is allowed to start. */
-void hz_zeroer_kick(int may_start);
-/* The library's constructor has run (1) / its destructor runs (0). */
+/* After a large free or calloc (may_start 1) or malloc, with no lock
+ * held: starts the zeroer the first time it may, and wakes it when wake is
+ * set (memory freed, or the reserve drawn on: hz_zeroer_want). */
+void hz_zeroer_kick(int may_start, int wake);
+/* Set by the arenas, on the allocating thread, when a block took pages of
+ * the reserve or pages not in memory: the reserve wants a refill. */
+extern HZ_TLS int hz_zeroer_want;
+/* The library's constructor has run: the zeroer may start. */
 void hz_zeroer_allow(int allowed);
+/* Exit has begun (the library's destructor): no zeroer starts again, and
+ * a running one is asked to end, waited for at most 20 ms, so that the
+ * process's memory is torn down by a thread of normal priority. */
+void hz_zeroer_exit(void);
 
 /* Under a's lock, before pages [lo, hi) of chunk c (or, with c NULL, the
  * cached huge block h) are handed out: marks an overlapping claim taken
@@ -72,6 +91,7 @@ struct hz_zeroer_stats {
 	uint64_t waits;              /* handouts that waited for a piece */
 	uint64_t cpu_ns;             /* the thread's CPU time */
 	uint64_t wakeups;
+	uint64_t exits;              /* the thread ended, idle for a second (or at exit) */
 };
 void hz_zeroer_stats(struct hz_zeroer_stats *out);
 

@@ -88,29 +88,44 @@ void hz_chunk_destroy(struct hz_chunk *c)
 	c->base = NULL;
 }
 
-void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
+/* Pages [i, i + npages), free, handed out. */
+static void *take(struct hz_chunk *c, size_t i, size_t npages)
+{
+	size_t dirty = count_range(c->dirty, i, i + npages);
+	size_t clean = count_range(c->clean, i, i + npages);
+	c->dirty_free -= dirty;
+	c->clean_free -= clean;
+	c->taken_fresh = npages - dirty - clean;
+	set_range(c->clean, i, i + npages, 0);
+	set_range(c->shared, i, i + npages, 0);
+	set_range(c->used, i, i + npages, 1);
+	set_range(c->start, i, i + 1, 1);
+	c->npages[i] = (uint32_t)npages;
+	c->free_pages -= npages;
+	return c->base + (i << HZ_PAGE_SHIFT);
+}
+
+void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy)
 {
 	if (npages == 0 || npages > c->free_pages)
 		return NULL;
+	size_t blo = c->busy_lo, bhi = c->busy_hi;
 	size_t i = next_bit(c->used, 0, HZ_CHUNK_PAGES, 0);
 	while (i < HZ_CHUNK_PAGES) {
 		size_t j = next_bit(c->used, i, HZ_CHUNK_PAGES, 1);
-		if (j - i >= npages) {
-			size_t dirty = count_range(c->dirty, i, i + npages);
-			size_t clean = count_range(c->clean, i, i + npages);
-			c->dirty_free -= dirty;
-			c->clean_free -= clean;
-			c->taken_fresh = npages - dirty - clean;
-			set_range(c->clean, i, i + npages, 0);
-			set_range(c->used, i, i + npages, 1);
-			set_range(c->start, i, i + 1, 1);
-			c->npages[i] = (uint32_t)npages;
-			c->free_pages -= npages;
-			return c->base + (i << HZ_PAGE_SHIFT);
-		}
+		size_t at = i;
+		if (avoid_busy && at < bhi && blo < at + npages)
+			at = bhi; /* past the zeroer's pages, if the run still fits */
+		if (j >= at && j - at >= npages)
+			return take(c, at, npages);
 		i = next_bit(c->used, j, HZ_CHUNK_PAGES, 0);
 	}
 	return NULL;
+}
+
+void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
+{
+	return hz_chunk_alloc_avoiding(c, npages, 0);
 }
 
 size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p)
@@ -154,6 +169,7 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		c->dirty_free -= count_range(c->dirty, i + n, i + npages);
 		c->clean_free -= count_range(c->clean, i + n, i + npages);
 		set_range(c->clean, i + n, i + npages, 0);
+		set_range(c->shared, i + n, i + npages, 0);
 		set_range(c->used, i + n, i + npages, 1);
 		set_range(c->dirty, i + n, i + npages, 1);
 		c->free_pages -= npages - n;
@@ -266,13 +282,13 @@ static int wanted(const struct hz_chunk *c, int want_dirty, size_t i)
 {
 	if (bit(c->used, i))
 		return 0;
-	return want_dirty ? bit(c->dirty, i) : !bit(c->dirty, i) && !bit(c->clean, i);
+	return want_dirty ? bit(c->dirty, i) && !bit(c->shared, i) : !bit(c->dirty, i) && !bit(c->clean, i);
 }
 
 int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, size_t *lo, size_t *hi)
 {
 	for (size_t w = from >> 6; w < HZ_CHUNK_WORDS; w++) {
-		uint64_t m = ~c->used[w] & (want_dirty ? c->dirty[w] : ~(c->dirty[w] | c->clean[w]));
+		uint64_t m = ~c->used[w] & (want_dirty ? c->dirty[w] & ~c->shared[w] : ~(c->dirty[w] | c->clean[w]));
 		if (w == from >> 6)
 			m &= ~0ull << (from & 63);
 		if (!m)
@@ -286,6 +302,11 @@ int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, siz
 		return 0;
 	}
 	return -1;
+}
+
+void hz_chunk_set_shared(struct hz_chunk *c, size_t lo, size_t hi)
+{
+	set_range(c->shared, lo, hi, 1);
 }
 
 void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi)
@@ -327,6 +348,7 @@ static void flush(struct gather *g)
 			g->c->clean_free -= count_range(g->c->clean, g->lo[k], g->hi[k]);
 			set_range(g->c->dirty, g->lo[k], g->hi[k], 0);
 			set_range(g->c->clean, g->lo[k], g->hi[k], 0);
+			set_range(g->c->shared, g->lo[k], g->hi[k], 0);
 		}
 		g->bytes += res.bytes;
 	}

@@ -43,6 +43,7 @@ struct hz_chunk {
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t clean[HZ_CHUNK_WORDS];   /* page is free, in memory and zero */
+	uint64_t shared[HZ_CHUNK_WORDS];  /* free dirty page shared with a forked process: not pre-cleared */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
 };
@@ -60,6 +61,9 @@ void hz_chunk_destroy(struct hz_chunk *c);
  * caller clears or writes them (hz_chunk_mark_dirty); taken_fresh counts
  * those that were not in memory. */
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages);
+/* The same, with avoid_busy set never overlapping the pages the zeroer
+ * works on (background.h): NULL when only such a run is long enough. */
+void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy);
 /* The length in pages of the live block starting at p, or 0 when p is not
  * the start of a live block of this chunk (a foreign pointer, or one freed
  * already). */
@@ -130,6 +134,10 @@ size_t hz_chunk_clean_free_pages(const struct hz_chunk *c);
 int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, size_t *lo, size_t *hi);
 /* Pages [lo, hi), free and now zero in memory, become clean. */
 void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi);
+/* Free dirty pages [lo, hi) are shared copy-on-write with a forked
+ * process: left to calloc (a clear would only copy them), until taken or
+ * released. */
+void hz_chunk_set_shared(struct hz_chunk *c, size_t lo, size_t hi);
 
 #pragma GCC visibility pop
 

@@ -132,6 +132,7 @@ static void hand_out(struct hz_arena *a, struct hz_huge *h, size_t usable, int z
 	h->live = 1;
 	a->allocated += usable;
 	hz_arena_count_alloc(a, usable, fresh ? usable : 0, zero);
+	hz_zeroer_want |= fresh;
 	if (zero) {
 		known_zero = known_zero < usable ? known_zero : usable;
 		a->known_zero += known_zero;
@@ -194,6 +195,7 @@ void *hz_huge_alloc(size_t size, int zero)
 		}
 		h->dirty = 1;
 		h->cleared = 0;
+		h->shared = 0;
 		return h->base;
 	}
 	if (!(h = map_new(a, mapped)))

@@ -23,6 +23,7 @@ struct hz_huge {
 	size_t mapped; /* whole huge pages */
 	int live, dirty;
 	size_t cleared;       /* while free and dirty: its first bytes the zeroer made zero */
+	int shared;           /* while free: shared with a forked process, left to calloc */
 	unsigned owner;
 	uint64_t freed;       /* its arena's clock when it was freed */
 	struct hz_huge *next; /* in its arena's cache while free */

@@ -27,10 +27,12 @@ void *hz_large_alloc(size_t size, int zero)
 		p = hz_arena_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero);
 	else if (size > HZ_LARGE_MAX && size <= HZ_HUGE_MAX)
 		p = hz_huge_alloc(size, zero);
-	if (!p)
+	if (!p) {
 		errno = ENOMEM;
-	else
-		hz_zeroer_kick(zero); /* the reserve to refill */
+	} else if (hz_zeroer_enabled) {
+		hz_zeroer_kick(zero, hz_zeroer_want); /* the reserve to refill */
+		hz_zeroer_want = 0;
+	}
 	return p;
 }
 
@@ -49,7 +51,7 @@ int hz_large_free(void *p)
 	struct hz_chunk *c = h ? NULL : hz_reg_chunk(p);
 	int r = h ? hz_huge_free(h) : c ? hz_arena_free(c, p) : -1;
 	if (!r)
-		hz_zeroer_kick(1); /* dirty memory to clear */
+		hz_zeroer_kick(1, 1); /* dirty memory to clear */
 	return r;
 }
 
@@ -184,6 +186,7 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "background.waits", z.waits, 0);
 	fn(arg, "background.cpu_time", z.cpu_ns, 0); /* ns */
 	fn(arg, "background.wakeups", z.wakeups, 0);
+	fn(arg, "background.exits", z.exits, 0);
 	struct hz_fresh_stats f;
 	hz_fresh_stats(&f);
 	fn(arg, "fresh.probes", f.probes, 0);

@@ -63,6 +63,11 @@ int hz_os_resident(const void *p);
  * (MADV_POPULATE_WRITE): a page already in memory is untouched, so it is
  * safe while another thread writes there. EINVAL before Linux 5.14. */
 int hz_os_populate(void *p, size_t size);
+/* Which of the n pages from p (page-aligned, n <= 512) are in memory and
+ * mapped by this process alone (/proc/self/pagemap's present and
+ * exclusive bits): bit i of out[i / 64]. After a fork, a page still
+ * shared copy-on-write with the other process is not. */
+int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8]);
 /* Releases [p, p+size) (MADV_DONTNEED): the range reads as zero after. */
 int hz_os_dontneed(void *p, size_t size);
 /* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or to

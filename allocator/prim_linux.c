@@ -158,6 +158,32 @@ int hz_os_populate(void *p, size_t size)
 	return status(syscall(SYS_madvise, p, size, MADV_POPULATE_WRITE), saved);
 }
 
+int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8])
+{
+	uint64_t e[512];
+	int saved = errno;
+	for (int w = 0; w < 8; w++)
+		out[w] = 0;
+	if (n > 512)
+		return EINVAL;
+	/* Opened each time: /proc/self is the opener's, and a forked child
+	 * must read its own. */
+	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return status(-1, saved);
+	off_t at = (off_t)((uintptr_t)p / hz_page_size * sizeof e[0]);
+	ssize_t r = pread(fd, e, n * sizeof e[0], at);
+	int err = r == (ssize_t)(n * sizeof e[0]) ? 0 : r < 0 ? errno : EIO;
+	close(fd);
+	errno = saved;
+	if (err)
+		return err;
+	for (size_t i = 0; i < n; i++)
+		if ((e[i] >> 63 & 1) && (e[i] >> 56 & 1)) /* present, exclusively mapped */
+			out[i / 64] |= 1ull << (i % 64);
+	return 0;
+}
+
 int hz_os_dontneed(void *p, size_t size)
 {
 	int saved = errno;
@@ -465,6 +491,8 @@ int hz_os_thread_start(void *(*fn)(void *), void *arg)
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	int e = pthread_create(&t, &attr, fn, arg);
+	if (e == EINVAL && !(e = pthread_create(&t, NULL, fn, arg))) /* a static TLS larger than the stack */
+		pthread_detach(t);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&attr);
 	errno = saved;

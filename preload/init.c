@@ -212,8 +212,8 @@ __attribute__((constructor(101))) static void hz_constructor(void)
 	hz_init();
 }
 
-/* Exit has begun: no background zeroer starts from here on. */
+/* Exit has begun: the background zeroer ends, none starts again. */
 __attribute__((destructor)) static void hz_destructor(void)
 {
-	hz_zeroer_allow(0);
+	hz_zeroer_exit();
 }

@@ -3,7 +3,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 scripts/build.sh build >/dev/null
-python3 - build/tests/options_doc README.md <<'PY'
+python3 - build/options_doc README.md <<'PY'
 import subprocess, sys
 gen = subprocess.run([sys.argv[1]], capture_output=True, text=True, check=True).stdout
 text = open(sys.argv[2]).read()

@@ -2,9 +2,11 @@
 # Installs what is missing, builds, and runs every test:
 #  1. the release build: Criterion unit tests and the library preloaded
 #     into real programs (ctest);
-#  2. the same unit tests built with AddressSanitizer and
+#  2. the Debian package (scripts/package.sh) installed with dpkg, run
+#     and removed, as root;
+#  3. the same unit tests built with AddressSanitizer and
 #     UndefinedBehaviorSanitizer (the engine as a normal library);
-#  3. the aarch64 engine, cross-compiled, its tests run by ctest under
+#  4. the aarch64 engine, cross-compiled, its tests run by ctest under
 #     qemu-aarch64 on two CPUs (DC ZVA blocks of 512 and 64 bytes).
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,6 +15,9 @@ scripts/deps.sh
 echo "== release build"
 scripts/build.sh build -DHZ_BENCH=ON
 (cd build && ctest --output-on-failure)
+
+echo "== the Debian package: built, installed, run, removed (as root)"
+tests/programs/package.sh "$PWD"
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build"
 scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHZ_SANITIZE=ON -DHZ_BENCH=OFF

@@ -23,15 +23,52 @@ SUMMARY = ("memset.large.calls", "malloc.large.calls", "calloc.large.calls", "ca
            "hugetlb.chunks", "hugetlb.fallbacks", "malloc.small.calls", "process.peak_rss_bytes")
 
 
+# Set by the installed command: the library installed with it, and the
+# version both were built as.
+INSTALLED_LIB = None
+VERSION = None
+
+
 def library(required=True):
-    for path in (os.environ.get("HUGEZERO_LIB"), os.path.join(ROOT, "build", "libhugezero.so"),
-                 os.path.join(ROOT, "lib", "libhugezero.so")):
+    """$HUGEZERO_LIB, the installed library, or the source tree's build."""
+    for path in (os.environ.get("HUGEZERO_LIB"), INSTALLED_LIB, os.path.join(ROOT, "build", "libhugezero.so")):
         if path and os.path.isfile(path):
-            return os.path.realpath(path)
+            # The installed one by its SONAME path, as a systemd unit names
+            # it; a build by its real file.
+            return path if path == INSTALLED_LIB else os.path.realpath(path)
     if required:
         sys.exit("hugezero: libhugezero.so not found (build it with scripts/build.sh, "
                  "or set HUGEZERO_LIB)")
     return None
+
+
+def library_version(lib):
+    """The version the library says it is (its HUGEZERO_VERBOSE line)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HUGEZERO_")}
+    env.update(LD_PRELOAD=lib, HUGEZERO_VERBOSE="1")
+    r = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True)
+    for line in r.stderr.splitlines():
+        words = line.replace(";", " ").split()
+        if words[:2] == ["hugezero:", "hugezero"] and len(words) > 2:
+            return words[2], r.stderr
+    return "?", r.stderr
+
+
+def source_version():
+    """The project's version from CMakeLists.txt, for the source tree's command."""
+    for line in read(os.path.join(ROOT, "CMakeLists.txt"), "").splitlines():
+        if line.startswith("project(hugezero VERSION "):
+            return line.split()[2]
+    return "?"
+
+
+def cmd_version(args):
+    lib = library(required=False)
+    print("hugezero %s" % (VERSION or source_version()))
+    if lib:
+        print("library: %s (hugezero %s)" % (lib, library_version(lib)[0]))
+    else:
+        print("library: not found")
 
 
 # ---- run ----
@@ -120,11 +157,9 @@ def read(path, default="?"):
 
 def cmd_info(args):
     lib = library()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HUGEZERO_")}
-    env.update(LD_PRELOAD=lib, HUGEZERO_VERBOSE="1")
-    r = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True)
-    print("library: %s" % lib)
-    for line in r.stderr.splitlines():
+    version, stderr = library_version(lib)
+    print("hugezero %s, library: %s" % (version, lib))
+    for line in stderr.splitlines():
         print("  " + line.replace("hugezero: ", "", 1))
     meminfo = dict(l.split(":", 1) for l in read("/proc/meminfo", "").splitlines() if ":" in l)
     print("kernel: %s %s" % (platform.system(), platform.release()))

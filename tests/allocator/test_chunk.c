@@ -268,11 +268,26 @@ Test(chunk, random_against_shadow)
 			len[live++] = n;
 			used += n;
 		}
+		/* The zeroer's runs: a free dirty one cleared, or one not in
+		 * memory populated, both published clean. */
+		size_t lo, hi;
+		if (step % 5 == 0 && !hz_chunk_next_run(c, step % 10 == 0, (size_t)rand() % HZ_CHUNK_PAGES, &lo, &hi)) {
+			cr_assert(hi > lo && hi - lo <= HZ_HUGE_PAGES && lo / HZ_HUGE_PAGES == (hi - 1) / HZ_HUGE_PAGES,
+				  "step %d: a run within one huge page", step);
+			for (size_t k = 0; k < live; k++)
+				cr_assert(c->base + hi * HZ_PAGE <= blk[k] || blk[k] + len[k] * HZ_PAGE <= c->base + lo * HZ_PAGE,
+					  "step %d: the run overlaps a live block", step);
+			hz_chunk_set_clean(c, lo, hi);
+		}
 		cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
 		cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "step %d", step);
+		cr_assert_eq(c->clean_free, hz_chunk_clean_free_pages(c), "step %d", step);
+		for (size_t w = 0; w < HZ_CHUNK_WORDS; w++)
+			cr_assert_eq(c->clean[w] & c->used[w], 0, "step %d: a live page marked clean", step);
 		if (step % 997 == 0) {
 			hz_chunk_purge(c, step & 1, NULL);
 			cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "after purge");
+			cr_assert_eq(c->clean_free, hz_chunk_clean_free_pages(c), "after purge");
 		}
 	}
 	for (size_t k = 0; k < live; k++)

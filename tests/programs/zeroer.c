@@ -2,17 +2,20 @@
  * library preloaded); each mode exits 0 when what it checks holds, and
  * says what failed otherwise:
  *
- *   stress SECONDS  4 threads calloc, malloc, realloc and free large blocks
- *                   (1-48 MiB) while the zeroer clears what they free; every
- *                   calloc'd block is checked zero, every block is filled
- *                   with its own pattern and checked unchanged before it is
- *                   freed (a byte the zeroer wrote into a live block fails).
+ *   stress SECONDS  8 threads (two an arena) calloc, malloc, realloc, free
+ *                   and trim large blocks (1-48 MiB) shared between them
+ *                   while the zeroer clears what they free; every calloc'd
+ *                   block is checked zero, every block is filled with its
+ *                   own pattern and checked unchanged before it is freed or
+ *                   resized (a byte the zeroer wrote into a live block fails).
  *   fork ROUNDS     frees 256 MiB of blocks and forks at once, while the
  *                   zeroer clears them: the child's callocs of the same
  *                   sizes read zero, and it exits.
  *   exit            frees 1 GiB of blocks and exits at once, printing when
  *                   (CLOCK_MONOTONIC): zeroer.sh times the rest.
  *   small           small allocations only: no thread is started.
+ *   reserve         fresh blocks kept, found in memory; the reserve within
+ *                   its limit, gone after the decay; the idle thread ends.
  *   seccomp         with sched_setscheduler refused by a seccomp filter,
  *                   the zeroer runs at nice 19 and counts the fallback. */
 #define _GNU_SOURCE
@@ -20,6 +23,7 @@
 #include <errno.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -64,11 +68,12 @@ static uint64_t next(uint64_t *s)
 	return *s;
 }
 
-/* The first byte of every page and a few random ones read zero (every
- * byte of the first and last page). */
+/* Every 64th byte reads zero (where fill writes: a stale byte of an
+ * earlier block, cleared in part, shows there), and every byte of the first
+ * and last page and 256 random ones. */
 static int zero(const unsigned char *p, size_t n, uint64_t *seed)
 {
-	for (size_t i = 0; i < n; i += PAGE)
+	for (size_t i = 0; i < n; i += 64)
 		if (p[i])
 			return 0;
 	for (size_t i = 0; i < PAGE && i < n; i++)
@@ -95,89 +100,99 @@ static size_t filled_ok(const unsigned char *p, size_t n, unsigned char mark)
 	return 0;
 }
 
-struct slot {
+/* Blocks shared by all threads, each behind its own lock: a block is
+ * freed or resized by whichever thread comes next, often another one than
+ * made it, in another arena. */
+#define SLOTS 24
+static struct slot {
+	pthread_mutex_t lock;
 	unsigned char *p;
 	size_t n;
 	unsigned char mark;
-};
+} slots[SLOTS];
 
 static double stop_at;
 static int failures;
+static unsigned char marks;
+
+static void fail(const char *what, size_t a, size_t b)
+{
+	fprintf(stderr, "zeroer: %s (%zu, %zu)\n", what, a, b);
+	__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
+}
 
 static void *stress_thread(void *arg)
 {
 	uint64_t seed = 0x2545f4914f6cdd1dull * ((uintptr_t)arg + 1);
-	struct slot s[6] = {{0}};
-	unsigned char mark = (unsigned char)((uintptr_t)arg * 50);
 	while (now() < stop_at) {
-		struct slot *b = &s[next(&seed) % 6];
+		struct slot *b = &slots[next(&seed) % SLOTS];
+		if (pthread_mutex_trylock(&b->lock))
+			continue;
 		if (b->p) {
 			size_t at = filled_ok(b->p, b->n, b->mark);
-			if (at) {
-				fprintf(stderr, "zeroer: byte %zu of a live %zu-byte block changed\n", at - 1, b->n);
-				__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
-			}
+			if (at)
+				fail("a byte of a live block changed (offset, size)", at - 1, b->n);
 			if (next(&seed) % 4 == 0) { /* grow or shrink in place or moved */
 				size_t n = (1 + next(&seed) % 48) * MIB - next(&seed) % 3 * PAGE;
 				unsigned char *q = realloc(b->p, n);
 				if (!q) {
-					fprintf(stderr, "zeroer: realloc failed\n");
-					__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
-					continue;
+					fail("realloc failed", n, 0);
+				} else {
+					size_t keep = b->n < n ? b->n : n;
+					size_t at2 = filled_ok(q, keep & ~(size_t)63, b->mark);
+					if (at2)
+						fail("a byte changed across realloc", at2 - 1, n);
+					b->p = q;
+					b->n = n;
+					fill(q, n, b->mark);
 				}
-				size_t keep = b->n < n ? b->n : n;
-				size_t at2 = filled_ok(q, keep & ~(size_t)63, b->mark);
-				if (at2) {
-					fprintf(stderr, "zeroer: byte %zu changed across realloc\n", at2 - 1);
-					__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
-				}
-				b->p = q;
-				b->n = n;
-				fill(q, n, b->mark);
+				pthread_mutex_unlock(&b->lock);
 				continue;
 			}
 			free(b->p);
 			b->p = NULL;
-			/* Now and then some idle time, for the zeroer to start on
-			 * what was freed, and the same size again at once: the
-			 * block it is clearing, taken while it clears. */
+			pthread_mutex_unlock(&b->lock);
+			/* Now and then idle time, for the zeroer to start on what
+			 * was freed; a trim, which waits for its piece. */
 			if (next(&seed) % 2)
 				usleep((useconds_t)(next(&seed) % 1500));
-			if (next(&seed) % 2)
-				continue;
+			if (next(&seed) % 64 == 0)
+				malloc_trim(0);
+			continue;
 		}
+		/* The size freed last here again half the time: the block the
+		 * zeroer is clearing, taken while it clears. */
 		if (!b->n || next(&seed) % 2)
 			b->n = (1 + next(&seed) % 48) * MIB - next(&seed) % 3 * PAGE;
-		b->mark = ++mark;
+		b->mark = __atomic_add_fetch(&marks, 1, __ATOMIC_RELAXED);
 		if (next(&seed) % 3) {
 			b->p = calloc(1, b->n);
-			if (b->p && !zero(b->p, b->n, &seed)) {
-				fprintf(stderr, "zeroer: a calloc'd %zu-byte block is not zero\n", b->n);
-				__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
-			}
+			if (b->p && !zero(b->p, b->n, &seed))
+				fail("a calloc'd block is not zero (size)", b->n, 0);
 		} else {
 			b->p = malloc(b->n);
 		}
-		if (!b->p) {
-			fprintf(stderr, "zeroer: allocation of %zu bytes failed\n", b->n);
-			__atomic_fetch_add(&failures, 1, __ATOMIC_RELAXED);
-			continue;
-		}
-		fill(b->p, b->n, b->mark);
+		if (!b->p)
+			fail("an allocation failed (size)", b->n, 0);
+		else
+			fill(b->p, b->n, b->mark);
+		pthread_mutex_unlock(&b->lock);
 	}
-	for (int i = 0; i < 6; i++)
-		free(s[i].p);
 	return NULL;
 }
 
 static int stress(double seconds)
 {
-	pthread_t t[4];
+	pthread_t t[8];
+	for (int i = 0; i < SLOTS; i++)
+		pthread_mutex_init(&slots[i].lock, NULL);
 	stop_at = now() + seconds;
-	for (uintptr_t i = 0; i < 4; i++)
+	for (uintptr_t i = 0; i < 8; i++)
 		pthread_create(&t[i], NULL, stress_thread, (void *)i);
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 8; i++)
 		pthread_join(t[i], NULL);
+	for (int i = 0; i < SLOTS; i++)
+		free(slots[i].p);
 	uint64_t cleared = stat("background.cleared_bytes");
 	printf("precleared %llu MiB, waits %llu, abandoned %llu MiB, caller cleared %llu MiB\n",
 	       (unsigned long long)(cleared >> 20), (unsigned long long)stat("background.waits"),
@@ -193,6 +208,7 @@ static int stress(double seconds)
 static int forks(int rounds)
 {
 	uint64_t seed = 88172645463325252ull;
+	alarm(120); /* a hang fails */
 	for (int r = 0; r < rounds; r++) {
 		unsigned char *b[8];
 		for (int i = 0; i < 8; i++) {
@@ -235,6 +251,8 @@ static int exits(void)
 	}
 	for (int i = 0; i < 32; i++)
 		free(b[i]);
+	for (int i = 0; i < 100 && !stat("background.running"); i++)
+		usleep(1000); /* started: running once it is scheduled */
 	if (!stat("background.running")) {
 		fprintf(stderr, "zeroer: no zeroer running at exit\n");
 		return 1;
@@ -243,6 +261,44 @@ static int exits(void)
 	printf("%.6f\n", now());
 	fflush(stdout);
 	exit(0);
+}
+
+/* The reserve: with HUGEZERO_RESERVE=16M and HUGEZERO_DIRTY_DECAY_MS=300
+ * (zeroer.sh), blocks of fresh memory kept one after another are found in
+ * memory, the reserve never holds more than its limit, it is gone once the
+ * program has stopped allocating for the delay, and the idle thread ends. */
+static int reserve(void)
+{
+	unsigned char *b[12];
+	uint64_t most = 0;
+	for (int i = 0; i < 12; i++) {
+		b[i] = calloc(1, 4 * MIB);
+		for (size_t k = 0; k < 4 * MIB; k += PAGE)
+			b[i][k] = 1;
+		usleep(40000);
+		uint64_t r = stat("reserve.bytes");
+		most = r > most ? r : most;
+	}
+	uint64_t hits = stat("reserve.hits"), populated = stat("background.populated_bytes");
+	if (most > 16 * MIB || !populated || hits < 3) {
+		fprintf(stderr, "zeroer: reserve at most %llu MiB (limit 16), populated %llu MiB, %llu hits\n",
+			(unsigned long long)(most >> 20), (unsigned long long)(populated >> 20),
+			(unsigned long long)hits);
+		return 1;
+	}
+	usleep(1500000);
+	uint64_t left = stat("reserve.bytes");
+	usleep(1500000);
+	if (left || !stat("background.exits") || stat("background.running")) {
+		fprintf(stderr, "zeroer: %llu bytes of reserve after the decay; %llu exits, running %llu\n",
+			(unsigned long long)left, (unsigned long long)stat("background.exits"),
+			(unsigned long long)stat("background.running"));
+		return 1;
+	}
+	printf("reserve at most %llu MiB, %llu hits\n", (unsigned long long)(most >> 20), (unsigned long long)hits);
+	for (int i = 0; i < 12; i++)
+		free(b[i]);
+	return 0;
 }
 
 static int small(void)
@@ -316,8 +372,10 @@ int main(int argc, char **argv)
 		return exits();
 	if (argc >= 2 && !strcmp(argv[1], "small"))
 		return small();
+	if (argc >= 2 && !strcmp(argv[1], "reserve"))
+		return reserve();
 	if (argc >= 2 && !strcmp(argv[1], "seccomp"))
 		return seccomp();
-	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | seccomp\n");
+	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | seccomp\n");
 	return 2;
 }

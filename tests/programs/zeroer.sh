@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The background zeroer in real processes (tests/programs/zeroer.c): no
-# live block changed and every calloc zero while it races 4 threads; fork
+# live block changed and every calloc zero while it races 8 threads; fork
 # while it clears; exit while it clears returns at once; small allocations
-# start no thread; with SCHED_IDLE refused it falls back to nice 19,
-# counted; HUGEZERO_BACKGROUND=0 starts none.
+# start no thread; the reserve within its limit and decayed; with
+# SCHED_IDLE refused it falls back to nice 19, counted;
+# HUGEZERO_BACKGROUND=0 starts none.
 # Usage: zeroer.sh LIB ZEROER_BINARY
 set -u
 lib=$1 prog=$2
@@ -15,10 +16,12 @@ run() { # name, then the command's arguments
 	if out=$(LD_PRELOAD=$lib "$@" 2>&1); then ok "$name"; else bad "$name: $out"; fi
 }
 
-run "stress: every calloc zero, no live byte changed, 4 threads, 6 s" "$prog" stress 6
+run "stress: every calloc zero, no live byte changed, 8 threads, 6 s" "$prog" stress 6
 run "stress with calloc releasing dirty pages (MADV_DONTNEED)" env HUGEZERO_CALLOC_DIRTY=release "$prog" stress 2
 run "fork while clearing: the child's calloc is zero, it has no zeroer until it needs one" "$prog" fork 20
 run "small allocations only: no thread" "$prog" small
+run "the reserve: found in memory, within its limit, gone after the decay, the idle thread ended" \
+	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
 run "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
 
 # exit mid-clear: 1 GiB dirty (the budget raised so none of it is purged).
