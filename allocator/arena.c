@@ -97,8 +97,8 @@ int hz_arena_grow(struct hz_arena *a)
 }
 
 /* A run of npages in a's chunks, first fit (lock held); NULL when none.
- * Away from the zeroer's piece where any other run fits: then no thread
- * waits for it (background.h). */
+ * Away from the zeroer's piece where another run in memory fits: then no
+ * thread waits for it (background.h). */
 static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t *clean_before)
 {
 	for (int avoid = 1; avoid >= 0; avoid--)

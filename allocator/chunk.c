@@ -116,7 +116,10 @@ void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy)
 		size_t at = i;
 		if (avoid_busy && at < bhi && blo < at + npages)
 			at = bhi; /* past the zeroer's pages, if the run still fits */
-		if (j >= at && j - at >= npages)
+		/* Avoiding, only pages in memory: waiting for the zeroer's step
+		 * costs less than faulting fresh pages in. */
+		if (j >= at && j - at >= npages &&
+		    (!avoid_busy || count_range(c->dirty, at, at + npages) + count_range(c->clean, at, at + npages) == npages))
 			return take(c, at, npages);
 		i = next_bit(c->used, j, HZ_CHUNK_PAGES, 0);
 	}

@@ -61,8 +61,9 @@ void hz_chunk_destroy(struct hz_chunk *c);
  * caller clears or writes them (hz_chunk_mark_dirty); taken_fresh counts
  * those that were not in memory. */
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages);
-/* The same, with avoid_busy set never overlapping the pages the zeroer
- * works on (background.h): NULL when only such a run is long enough. */
+/* The same, with avoid_busy set a run all in memory (dirty or clean)
+ * that never overlaps the pages the zeroer works on (background.h): NULL
+ * when there is none. */
 void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy);
 /* The length in pages of the live block starting at p, or 0 when p is not
  * the start of a live block of this chunk (a foreign pointer, or one freed
