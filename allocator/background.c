@@ -378,13 +378,16 @@ static void *zeroer_main(void *arg)
 			continue;
 		}
 		int holds = decay_all();
+		if (holds)
+			idle_since = hz_os_now_ns(); /* the linger counts from when the decay is done */
 		pthread_mutex_lock(&z.lock);
 		/* A forked child's copy never runs; and with nothing to do for
-		 * LINGER, or at exit, the thread ends: a process that exits
-		 * later has no SCHED_IDLE thread left to tear its memory down
-		 * (the last thread out does), slowly on a busy machine. The next
-		 * large free starts another. */
-		if (z.gen != gen || z.stop || (!z.pending && hz_os_now_ns() - idle_since >= LINGER_NS)) {
+		 * LINGER and no free memory left for the decay to release, or at
+		 * exit, the thread ends: a process that exits later has no
+		 * SCHED_IDLE thread left to tear its memory down (the last thread
+		 * out does), slowly on a busy machine. The next large free starts
+		 * another. */
+		if (z.gen != gen || z.stop || (!z.pending && !holds && hz_os_now_ns() - idle_since >= LINGER_NS)) {
 			if (z.gen == gen) {
 				z.state = NOT_STARTED;
 				add(&exits, 1);

@@ -9,8 +9,10 @@
  * that makes only small allocations), from the allocator's own call with
  * no lock of the library held, once the library's constructor has run and
  * before its destructor: never while the dynamic loader starts the
- * program, never once exit has reached the library. It ends after a
- * second with nothing to do, and the next large free starts another:
+ * program, never once exit has reached the library. It ends a second
+ * after it has nothing left to do, the decay included (it runs the decay
+ * every 250 ms while the arenas hold free memory, so an idle process gives
+ * its memory back), and the next large free starts another:
  * whichever thread of a process exits last tears its memory down, slowly
  * at SCHED_IDLE on a busy machine, so an idle process keeps none. A child
  * of fork has none until it has lived a second (one that frees and exits

@@ -11,8 +11,9 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       # the workload suite's peak RSS
       time
       libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-      # promtool checks the Prometheus report
-      prometheus)
+      # promtool checks the Prometheus report; man renders the man pages,
+      # dpkg-shlibdeps (dpkg-dev) gives the Debian package its Depends
+      prometheus man-db dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
