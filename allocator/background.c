@@ -271,7 +271,8 @@ static size_t reserve_now(void)
  * while the reserve allows (all arenas' clean pages below
  * HUGEZERO_RESERVE, a's below what a handed out of pages not in memory
  * since its last decay: a program that recycles its blocks gets no
- * reserve it would not use) and a's dirty budget does: 1; 0 when a has
+ * reserve it would not use; and none before a quarter of the reserve's
+ * size was) and a's dirty budget does: 1; 0 when a has
  * none (it may grow), -1 when it may not take more. */
 static int claim_fresh(struct hz_arena *a, size_t reserve)
 {
@@ -279,7 +280,10 @@ static int claim_fresh(struct hz_arena *a, size_t reserve)
 	for (unsigned k = 0; k < a->nchunks; k++)
 		mine += a->chunks[k]->clean_free << HZ_PAGE_SHIFT;
 	size_t want = a->missed < hz_zeroer_reserve ? a->missed : hz_zeroer_reserve;
-	if (reserve >= hz_zeroer_reserve || mine >= want || hz_arena_dirty(a) + HZ_HUGE_SIZE > hz_dirty_max / 2)
+	/* Not before a quarter of the reserve was taken fresh: a program whose
+	 * large blocks mostly recycle (a few fresh pages now and then) keeps
+	 * its footprint. */
+	if (a->missed < hz_zeroer_reserve / 4 || reserve >= hz_zeroer_reserve || mine >= want || hz_arena_dirty(a) + HZ_HUGE_SIZE > hz_dirty_max / 2)
 		return -1; /* half the budget at most: room left for what the program frees */
 	size_t left = want - mine < hz_zeroer_reserve - reserve ? want - mine : hz_zeroer_reserve - reserve;
 	for (unsigned k = 0; k < a->nchunks; k++) {
