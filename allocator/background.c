@@ -1,7 +1,9 @@
 /* The background zeroer (background.h): its thread, its claim, and the
  * allocator's side of the protocol. */
+#define _GNU_SOURCE /* pthread_cond_clockwait (glibc 2.30) */
 #include <errno.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "../arch/arch.h"
 #include "background.h"
@@ -360,6 +362,14 @@ static int decay_all(void)
 	return holds;
 }
 
+/* ns from now on CLOCK_MONOTONIC (hz_os_now_ns's clock), for a timed
+ * wait that no change of the wall clock lengthens. */
+static struct timespec after(uint64_t ns)
+{
+	uint64_t at = hz_os_now_ns() + ns;
+	return (struct timespec){(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+}
+
 static void *zeroer_main(void *arg)
 {
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
@@ -401,12 +411,9 @@ static void *zeroer_main(void *arg)
 			return NULL;
 		}
 		if (!z.pending) {
-			struct timespec t;
-			uint64_t at = hz_os_realtime_ns() + (uint64_t)(holds ? IDLE_TICK_MS : LINGER_NS / 1000000u) * 1000000u;
-			t.tv_sec = (time_t)(at / 1000000000u);
-			t.tv_nsec = (long)(at % 1000000000u);
+			struct timespec t = after(holds ? (uint64_t)IDLE_TICK_MS * 1000000u : LINGER_NS);
 			z.sleeping = 1;
-			pthread_cond_timedwait(&z.wake, &z.lock, &t);
+			pthread_cond_clockwait(&z.wake, &z.lock, CLOCK_MONOTONIC, &t);
 			z.sleeping = 0;
 			add(&wakeups, 1);
 		}
@@ -472,12 +479,9 @@ void hz_zeroer_exit(void)
 	pthread_cond_signal(&z.wake);
 	/* A bounded wait: long enough for a thread that gets the CPU to end
 	 * its step; exit never waits for a starved one. */
-	struct timespec t;
-	uint64_t at = hz_os_realtime_ns() + 20 * 1000000u;
-	t.tv_sec = (time_t)(at / 1000000000u);
-	t.tv_nsec = (long)(at % 1000000000u);
+	struct timespec t = after(20 * 1000000u);
 	while (z.state == RUNNING || z.state == STARTING)
-		if (pthread_cond_timedwait(&z.wake, &z.lock, &t))
+		if (pthread_cond_clockwait(&z.wake, &z.lock, CLOCK_MONOTONIC, &t))
 			break;
 	pthread_mutex_unlock(&z.lock);
 }
