@@ -68,10 +68,29 @@ static struct hz_chunk *new_chunk(struct hz_arena *a)
 	return c;
 }
 
-/* Adds c to a (lock held), or gives it back when a is full: 0 or -1. */
+/* Doubles a's chunk array (lock held; every reader holds it): 0, or -1
+ * when it cannot be mapped. */
+static int grow_array(struct hz_arena *a)
+{
+	unsigned cap = a->cap ? a->cap * 2 : 64;
+	void *m;
+	if (hz_os_map(hz_round_up(cap * sizeof *a->chunks, hz_page_size), hz_page_size, &m))
+		return -1;
+	struct hz_chunk **n = m;
+	for (unsigned i = 0; i < a->nchunks; i++)
+		n[i] = a->chunks[i];
+	if (a->chunks)
+		hz_os_unmap(a->chunks, hz_round_up(a->cap * sizeof *a->chunks, hz_page_size));
+	a->chunks = n;
+	a->cap = cap;
+	return 0;
+}
+
+/* Adds c to a (lock held), or gives it back when the array cannot grow:
+ * 0 or -1. */
 static int add_chunk(struct hz_arena *a, struct hz_chunk *c)
 {
-	if (a->nchunks == HZ_ARENA_CHUNKS) {
+	if (a->nchunks == a->cap && grow_array(a)) {
 		hz_reg_set(c->base, HZ_CHUNK_SIZE, 0);
 		hz_chunk_destroy(c);
 		hz_os_unmap(c, hz_round_up(sizeof(struct hz_chunk), hz_page_size));
@@ -114,14 +133,15 @@ static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t
 	return NULL;
 }
 
-void *hz_arena_alloc(size_t npages, int zero)
+/* A run of npages in a, a new chunk mapped when none has room and grow
+ * is set; NULL when none. */
+static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow)
 {
-	struct hz_arena *a = hz_arena_of_thread();
 	struct hz_chunk *c = NULL;
 	size_t clean_before = 0;
 	pthread_mutex_lock(&a->lock);
 	void *p = fit(a, npages, &c, &clean_before);
-	if (!p && a->nchunks < HZ_ARENA_CHUNKS) {
+	if (!p && grow) {
 		pthread_mutex_unlock(&a->lock);
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
@@ -151,6 +171,16 @@ void *hz_arena_alloc(size_t npages, int zero)
 	pthread_mutex_unlock(&a->lock);
 	if (p && zero) /* outside the lock: the block is ours alone */
 		hz_chunk_zero_runs(c, &plan, p);
+	return p;
+}
+
+void *hz_arena_alloc(size_t npages, int zero)
+{
+	struct hz_arena *home = hz_arena_of_thread();
+	void *p = alloc_in(home, npages, zero, 1);
+	/* No chunk could be mapped: room in the other arenas' chunks. */
+	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
+		p = alloc_in(&hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS], npages, zero, 0);
 	return p;
 }
 

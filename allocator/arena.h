@@ -18,7 +18,6 @@
 #pragma GCC visibility push(hidden)
 
 #define HZ_ARENAS 4
-#define HZ_ARENA_CHUNKS 256 /* 16 GiB of chunks an arena */
 /* The largest block a chunk serves; larger ones are huge blocks. */
 #define HZ_LARGE_MAX (HZ_CHUNK_SIZE / 2)
 
@@ -27,8 +26,8 @@ struct hz_huge;
 struct hz_arena {
 	pthread_mutex_t lock;
 	pthread_cond_t zeroer_done; /* a piece of the zeroer's ended (background.h) */
-	unsigned nchunks;
-	struct hz_chunk *chunks[HZ_ARENA_CHUNKS];
+	unsigned nchunks, cap;     /* no fixed cap: the array grows while the kernel maps chunks */
+	struct hz_chunk **chunks;  /* mapped, doubled when full */
 	size_t allocated, known_zero;
 	struct hz_huge *cache; /* free huge blocks, most recently freed first */
 	size_t cached;         /* their mapped bytes */
@@ -63,7 +62,7 @@ static inline struct hz_arena *hz_arena_of_chunk(const struct hz_chunk *c)
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
 /* A new chunk for a, mapped and registered without the lock (mapping it,
  * and timing its first huge page, may take milliseconds); then added
- * under it. 0, or -1 when memory is out or a is full. */
+ * under it. 0, or -1 when memory or address space is out. */
 int hz_arena_grow(struct hz_arena *a);
 /* One batched release of bytes, counted (lock held); returns bytes. */
 size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes);
@@ -71,8 +70,10 @@ size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *
 /* ---- blocks in chunks (arena.c) ---- */
 
 /* A run of npages pages in the calling thread's arena, a new chunk mapped
- * when none has room; with zero set its bytes read as zero, cleared only
- * where pages were dirty, outside the lock. NULL when memory is out. */
+ * when none has room; where no chunk can be mapped (an address-space
+ * limit), a run in another arena's chunks. With zero set its bytes read
+ * as zero, cleared only where pages were dirty, outside the lock. NULL
+ * when no arena has room and no chunk can be mapped. */
 void *hz_arena_alloc(size_t npages, int zero);
 /* The length in bytes of the live block at p in chunk c, or 0. */
 size_t hz_arena_usable(struct hz_chunk *c, const void *p);

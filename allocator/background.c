@@ -236,9 +236,11 @@ static size_t clear_claimed(void)
 	if (!__atomic_load_n(&forked, __ATOMIC_RELAXED))
 		return clear_steps(k, p, len);
 	size_t n = len >> HZ_PAGE_SHIFT;
-	if (hz_os_pages_exclusive(p, n, claim.excl))
-		return 0; /* cannot tell: left to calloc */
+	/* Where the kernel cannot say (no /proc, no fd left, a filter), every
+	 * page counts as shared: published as such, left to calloc. */
 	claim.checked = 1;
+	if (hz_os_pages_exclusive(p, n, claim.excl))
+		return 0;
 	size_t done = 0;
 	for (size_t i = 0; i < n;) {
 		size_t j = i + 1;
@@ -311,7 +313,7 @@ static int work_once(void)
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			pthread_mutex_lock(&a->lock);
 			int got = pass ? claim_fresh(a, reserve) : claim_dirty(a);
-			if (got == 0 && pass && a->nchunks && a->nchunks < HZ_ARENA_CHUNKS) {
+			if (got == 0 && pass && a->nchunks) {
 				/* The reserve wants room: a new chunk, mapped outside the lock. */
 				pthread_mutex_unlock(&a->lock);
 				if (hz_arena_grow(a))

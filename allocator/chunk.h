@@ -40,6 +40,7 @@ struct hz_chunk {
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
 	uint64_t freed;                   /* when a block was last freed here (its arena's clock) */
+	int tried;                        /* the dirty budget's pass has purged it (purge.c) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t clean[HZ_CHUNK_WORDS];   /* page is free, in memory and zero */

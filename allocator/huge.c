@@ -101,13 +101,13 @@ static void cut(struct hz_huge *h, size_t mapped)
 
 /* ---- allocation ---- */
 
-/* The cached block that fits `mapped` bytes best, out of a's cache; one
- * more than a quarter too large is cut to size (a's lock held). */
-static struct hz_huge *cache_take(struct hz_arena *a, size_t mapped)
+/* The cached block that fits `usable` bytes best, out of a's cache; one
+ * more than a quarter larger than `mapped` is cut to it (a's lock held). */
+static struct hz_huge *cache_take(struct hz_arena *a, size_t usable, size_t mapped)
 {
 	struct hz_huge **best = NULL;
 	for (struct hz_huge **pp = &a->cache; *pp; pp = &(*pp)->next)
-		if ((*pp)->mapped >= mapped && (!best || (*pp)->mapped < (*best)->mapped))
+		if ((*pp)->mapped >= usable && (!best || (*pp)->mapped < (*best)->mapped))
 			best = pp;
 	if (!best)
 		return NULL;
@@ -115,7 +115,7 @@ static struct hz_huge *cache_take(struct hz_arena *a, size_t mapped)
 	*best = h->next;
 	a->cached -= h->mapped;
 	hz_zeroer_collide(a, NULL, 0, 0, h); /* before the cut unmaps any of it */
-	if (h->mapped - mapped > mapped / 4) {
+	if (h->mapped > mapped && h->mapped - mapped > mapped / 4) {
 		cut(h, mapped);
 		if (h->cleared > mapped)
 			h->cleared = mapped;
@@ -149,13 +149,14 @@ static size_t known_zero(const struct hz_huge *h)
 /* A new mapping of `mapped` bytes for arena a, registered; NULL when
  * memory is out. Fresh, it reads as zero; it counts as dirty from here:
  * the program writes it. */
-static struct hz_huge *map_new(struct hz_arena *a, size_t mapped)
+static struct hz_huge *map_new(struct hz_arena *a, size_t mapped, size_t usable)
 {
 	struct hz_huge *h = desc_get();
 	void *base;
 	if (!h)
 		return NULL;
-	if (hz_reg_map(mapped, 0, &base)) {
+	/* Whole huge pages; under an address-space limit, what is needed. */
+	if (hz_reg_map(mapped, 0, &base) && (usable == mapped || hz_reg_map(mapped = usable, 0, &base))) {
 		desc_put(h);
 		return NULL;
 	}
@@ -176,7 +177,7 @@ void *hz_huge_alloc(size_t size, int zero)
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
 	struct hz_arena *a = hz_arena_of_thread();
 	pthread_mutex_lock(&a->lock);
-	struct hz_huge *h = cache_take(a, mapped);
+	struct hz_huge *h = cache_take(a, usable, mapped);
 	size_t kz = 0;
 	if (h) {
 		kz = known_zero(h);
@@ -198,7 +199,7 @@ void *hz_huge_alloc(size_t size, int zero)
 		h->shared = 0;
 		return h->base;
 	}
-	if (!(h = map_new(a, mapped)))
+	if (!(h = map_new(a, mapped, usable)))
 		return NULL;
 	pthread_mutex_lock(&a->lock);
 	hand_out(a, h, usable, zero, usable, 1);
@@ -240,7 +241,8 @@ int hz_huge_resize(struct hz_huge *h, size_t size)
 	struct hz_arena *a = &hz_arenas[h->owner];
 	size_t usable = hz_round_up(size, HZ_PAGE);
 	pthread_mutex_lock(&a->lock);
-	int ok = h->live && hz_round_up(size, HZ_HUGE_SIZE) == h->mapped;
+	int ok = h->live && usable <= h->mapped &&
+		 hz_round_up(size, HZ_HUGE_SIZE) == hz_round_up(h->mapped, HZ_HUGE_SIZE);
 	if (ok) {
 		a->allocated = a->allocated - h->size + usable;
 		h->size = usable;

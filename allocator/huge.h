@@ -20,7 +20,7 @@
 struct hz_huge {
 	unsigned char *base;
 	size_t size;   /* usable bytes, whole pages */
-	size_t mapped; /* whole huge pages */
+	size_t mapped; /* whole huge pages; whole pages where no more could be mapped */
 	int live, dirty;
 	size_t cleared;       /* while free and dirty: its first bytes the zeroer made zero */
 	int shared;           /* while free: shared with a forked process, left to calloc */
@@ -32,8 +32,11 @@ struct hz_huge {
 /* The huge block whose first byte is p, live or cached; NULL otherwise. */
 struct hz_huge *hz_huge_at(const void *p);
 /* A huge block of at least size bytes (HZ_LARGE_MAX < size <=
- * HZ_HUGE_MAX) from the calling thread's arena: a cached one, or a new
- * mapping; with zero set its bytes read as zero. NULL when memory is out. */
+ * HZ_HUGE_MAX; or smaller, where no chunk could be mapped) from the
+ * calling thread's arena: a cached one, or a new mapping of whole huge
+ * pages (of whole pages where that much cannot be mapped: an
+ * address-space limit); with zero set its bytes read as zero. NULL when
+ * memory is out. */
 void *hz_huge_alloc(size_t size, int zero);
 /* Frees h into its arena's cache: 0, or -1 when it is not live. */
 int hz_huge_free(struct hz_huge *h);

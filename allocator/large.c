@@ -5,27 +5,97 @@
 
 #include "background.h"
 #include "large.h"
+#include "limits.h"
+
+size_t hz_large_max = HZ_HUGE_MAX;
+/* As configured, before a cgroup's limit bounds them. */
+static size_t dirty_max_cfg, reserve_cfg;
+static uint64_t pressure_checks, pressure_releases, pressure_bytes, limit_read_at;
+static size_t limit_fitted; /* the cgroup limit the budget and reserve were fitted to */
+
+/* The dirty budget and the reserve within the cgroup's limit as it is. */
+static void fit_limit(void)
+{
+	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
+	limit_fitted = limit;
+	size_t dirty = dirty_max_cfg, reserve = reserve_cfg;
+	if (limit != HZ_LIMIT_NONE) {
+		dirty = dirty < limit / 8 ? dirty : limit / 8;
+		reserve = reserve < limit / 32 ? reserve : limit / 32;
+	}
+	__atomic_store_n(&hz_dirty_max, dirty, __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_zeroer_reserve, reserve, __ATOMIC_RELAXED);
+}
 
 void hz_large_setup(const struct hz_large_cfg *cfg)
 {
-	hz_dirty_max = cfg->dirty_max;
+	hz_limits_read();
+	size_t most = hz_limits_max_block(HZ_REG_WINDOW / 4);
+	hz_large_max = most < HZ_HUGE_MAX ? most : HZ_HUGE_MAX;
+	dirty_max_cfg = cfg->dirty_max;
+	reserve_cfg = cfg->reserve;
 	hz_dirty_decay_ns = cfg->dirty_decay_ms * 1000000u;
 	hz_thp = cfg->thp;
 	hz_fresh_setup(cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
 	hz_calloc_release = cfg->calloc_release;
 	hz_zeroer_enabled = cfg->background;
-	hz_zeroer_reserve = cfg->reserve;
+	fit_limit();
+}
+
+/* The free memory every arena holds in memory (dirty, clean, cached). */
+static size_t held(void)
+{
+	size_t bytes = 0;
+	for (int i = 0; i < HZ_ARENAS; i++) {
+		struct hz_arena *a = &hz_arenas[i];
+		pthread_mutex_lock(&a->lock);
+		bytes += hz_arena_dirty(a);
+		pthread_mutex_unlock(&a->lock);
+	}
+	return bytes;
+}
+
+/* In a memory cgroup: when its usage and size bytes more would come
+ * within a sixteenth of its limit, the arenas' free memory goes back
+ * before the block is taken (a block may take fresh pages). The limit is
+ * read again once a second: it may be changed at run time. */
+static HZ_NOINLINE void relieve(size_t size)
+{
+	uint64_t now = hz_os_now_ns();
+	if (now - __atomic_load_n(&limit_read_at, __ATOMIC_RELAXED) >= 1000000000u) {
+		__atomic_store_n(&limit_read_at, now, __ATOMIC_RELAXED);
+		hz_limits_refresh();
+		if (__atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED) != limit_fitted)
+			fit_limit();
+	}
+	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
+	if (limit == HZ_LIMIT_NONE || !held())
+		return;
+	size_t usage = hz_limits_usage();
+	__atomic_fetch_add(&pressure_checks, 1, __ATOMIC_RELAXED);
+	if (usage == HZ_LIMIT_NONE || usage + size + limit / 16 <= limit)
+		return;
+	__atomic_fetch_add(&pressure_releases, 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&pressure_bytes, hz_large_trim(), __ATOMIC_RELAXED);
 }
 
 void *hz_large_alloc(size_t size, int zero)
 {
 	void *p = NULL;
+	if (size > hz_large_max) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (hz_unlikely(hz_limits.cgroup_version))
+		relieve(size);
 	if (hz_thp)
 		hz_fresh_decide(); /* a measurement when due, outside every lock */
 	if (size && size <= HZ_LARGE_MAX)
 		p = hz_arena_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero);
-	else if (size > HZ_LARGE_MAX && size <= HZ_HUGE_MAX)
+	/* Larger blocks, and those no chunk could be mapped for (an
+	 * address-space limit): a mapping of their own. */
+	if (!p && size)
 		p = hz_huge_alloc(size, zero);
 	if (!p) {
 		errno = ENOMEM;
@@ -71,7 +141,7 @@ static int resize_in_place(void *p, size_t old, size_t size)
 size_t hz_large_resize(void *p, size_t size)
 {
 	size_t old = hz_large_usable(p);
-	if (old && size && size <= HZ_HUGE_MAX && size != old)
+	if (old && size && size <= hz_large_max && size != old)
 		resize_in_place(p, old, size);
 	return hz_large_usable(p);
 }
@@ -83,7 +153,7 @@ void *hz_large_realloc(void *p, size_t size)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (size == 0 || size > HZ_HUGE_MAX) {
+	if (size == 0 || size > hz_large_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -142,6 +212,9 @@ void hz_large_stats(struct hz_large_stats *out)
 			out->reserve_bytes += a->chunks[k]->clean_free << HZ_PAGE_SHIFT;
 		pthread_mutex_unlock(&a->lock);
 	}
+	out->pressure_checks = __atomic_load_n(&pressure_checks, __ATOMIC_RELAXED);
+	out->pressure_releases = __atomic_load_n(&pressure_releases, __ATOMIC_RELAXED);
+	out->pressure_bytes = __atomic_load_n(&pressure_bytes, __ATOMIC_RELAXED);
 	out->thp_advised = __atomic_load_n(&hz_thp_advised, __ATOMIC_RELAXED);
 	out->thp_refused = __atomic_load_n(&hz_thp_refused, __ATOMIC_RELAXED);
 }
@@ -172,6 +245,14 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "reserve.bytes", s.reserve_bytes, 1);
 	fn(arg, "reserve.hits", s.reserve_hits, 0);
 	fn(arg, "reserve.misses", s.reserve_misses, 0);
+	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
+	fn(arg, "limits.cgroup_bytes", limit == HZ_LIMIT_NONE ? 0 : limit, 1); /* 0: none */
+	fn(arg, "limits.dirty_max_bytes", __atomic_load_n(&hz_dirty_max, __ATOMIC_RELAXED), 1);
+	fn(arg, "limits.reserve_max_bytes", __atomic_load_n(&hz_zeroer_reserve, __ATOMIC_RELAXED), 1);
+	fn(arg, "limits.largest_block_bytes", hz_large_max, 1);
+	fn(arg, "limits.pressure_checks", s.pressure_checks, 0);
+	fn(arg, "limits.pressure_releases", s.pressure_releases, 0);
+	fn(arg, "limits.pressure_bytes", s.pressure_bytes, 0);
 	struct hz_zeroer_stats z;
 	hz_zeroer_stats(&z);
 	fn(arg, "background.running", (uint64_t)z.running, 1);

@@ -9,6 +9,8 @@
  *   arena.h     arenas: locks, chunks, blocks in chunks, counters, fork
  *   huge.h      blocks too large for a chunk: own mappings, cached
  *   purge.c     the dirty budget: what goes back to the kernel, and when
+ *   limits.h    what the kernel lets the process use: memory, rlimits,
+ *               the memory cgroup's limit and usage
  *   background.h  the background zeroer: freed memory pre-cleared, a
  *               reserve of fresh pages in memory, off the program's thread
  *   prim.h      the OS primitives: the library's one contract with the
@@ -40,21 +42,29 @@ struct hz_large_cfg {
 	int background;          /* the background zeroer may run (background.h) */
 	size_t reserve;          /* and keeps this many bytes of clean pages */
 };
-/* Configures the arenas; at the first allocation, before any block. */
+/* Configures the arenas; at the first allocation, before any block. The
+ * limits (limits.h) are read here: in a memory cgroup the dirty budget
+ * is at most an eighth of its limit and the reserve a thirty-second. */
 void hz_large_setup(const struct hz_large_cfg *cfg);
 
-/* A block of at least size bytes (0 < size <= HZ_HUGE_MAX), page-aligned;
- * with zero set its bytes read as zero, cleared only where pages were
- * dirty (a recycled huge block is cleared whole, hinted at its first
- * page). NULL with errno ENOMEM when size is out of range or memory is
- * exhausted. */
+/* The largest block anyone could serve here (hz_limits_max_block, at
+ * most HZ_HUGE_MAX and a quarter of the window): a larger request fails
+ * with ENOMEM, as glibc's mmap does. Set by hz_large_setup. */
+extern size_t hz_large_max;
+
+/* A block of at least size bytes (0 < size <= hz_large_max),
+ * page-aligned; with zero set its bytes read as zero, cleared only where
+ * pages were dirty (a recycled huge block is cleared whole, hinted at its
+ * first page). NULL with errno ENOMEM when size is out of range or memory
+ * is exhausted. Near a memory cgroup's limit, the arenas give their free
+ * memory back first. */
 void *hz_large_alloc(size_t size, int zero);
 /* The usable size of the live block at p, or 0 when p is not one. */
 size_t hz_large_usable(const void *p);
 /* Frees the live block at p: 0, or -1 when p is not a live block (a
  * foreign pointer, or one freed already): the caller reports it. */
 int hz_large_free(void *p);
-/* Resizes the live block at p to size bytes (0 < size <= HZ_HUGE_MAX):
+/* Resizes the live block at p to size bytes (0 < size <= hz_large_max):
  * in place when its chunk has the pages after it free (or it shrinks);
  * otherwise a new block, chunk blocks copied, huge blocks moved by the
  * kernel (mremap) without copying a byte. Returns the block, or NULL with
@@ -69,7 +79,7 @@ size_t hz_large_resize(void *p, size_t size);
  * is out of range. */
 static inline size_t hz_large_good_size(size_t size)
 {
-	return size && size <= HZ_HUGE_MAX ? hz_round_up(size, HZ_PAGE) : 0;
+	return size && size <= hz_large_max ? hz_round_up(size, HZ_PAGE) : 0;
 }
 
 /* Releases every free dirty page of every chunk, partial huge pages
@@ -87,6 +97,7 @@ struct hz_large_stats {
 	uint64_t thp_advised, thp_refused;
 	uint64_t cleared_caller, reserve_hits, reserve_misses;
 	size_t reserve_bytes; /* free clean pages: pre-cleared or populated */
+	uint64_t pressure_checks, pressure_releases, pressure_bytes; /* near the cgroup's limit */
 };
 void hz_large_stats(struct hz_large_stats *out);
 /* The same, by name, for the report (an obs.h source). */

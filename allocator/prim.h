@@ -59,6 +59,9 @@ int hz_os_hugepage(void *p, size_t size);
 int hz_os_nohugepage(void *p, size_t size);
 /* Whether the page at p (page-aligned) is in memory (mincore); 0 on error. */
 int hz_os_resident(const void *p);
+/* Whether the page at p is mapped at all (mincore's ENOMEM says it is
+ * not); 1 when it cannot tell. */
+int hz_os_mapped(const void *p);
 /* Faults [p, p+size) in as for a write, leaving every byte as it is
  * (MADV_POPULATE_WRITE): a page already in memory is untouched, so it is
  * safe while another thread writes there. EINVAL before Linux 5.14. */
@@ -105,6 +108,14 @@ void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_r
 int hz_os_batch_state(void);
 /* Forgets what was learnt of process_madvise (tests). */
 void hz_os_batch_reset(void);
+
+/* ---- limits ---- */
+
+/* The machine's memory and swap, in bytes (sysinfo(2): no file needed);
+ * 0 and 0 when refused. */
+void hz_os_memory(size_t *ram, size_t *swap);
+/* The soft RLIMIT_AS and RLIMIT_DATA, SIZE_MAX where unlimited. */
+void hz_os_address_limits(size_t *as, size_t *data);
 
 /* ---- clock ---- */
 

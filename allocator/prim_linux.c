@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -146,6 +147,14 @@ int hz_os_resident(const void *p)
 	unsigned char v = 0;
 	int saved = errno;
 	return !status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
+}
+
+int hz_os_mapped(const void *p)
+{
+	unsigned char v = 0;
+	int saved = errno;
+	void *page = (void *)((uintptr_t)p & ~(uintptr_t)(hz_page_size - 1));
+	return status(syscall(SYS_mincore, page, hz_page_size, &v), saved) != ENOMEM;
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -310,6 +319,35 @@ void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_r
 		out->bytes += r[i].len;
 	}
 	errno = saved;
+}
+
+/* ---- limits ---- */
+
+void hz_os_memory(size_t *ram, size_t *swap)
+{
+	struct sysinfo si;
+	int saved = errno;
+	if (status(syscall(SYS_sysinfo, &si), saved)) {
+		*ram = *swap = 0;
+		return;
+	}
+	*ram = (size_t)si.totalram * si.mem_unit;
+	*swap = (size_t)si.totalswap * si.mem_unit;
+}
+
+static size_t rlimit_of(int which)
+{
+	struct rlimit r;
+	int saved = errno;
+	if (status(getrlimit(which, &r), saved) || r.rlim_cur == RLIM_INFINITY || r.rlim_cur > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)r.rlim_cur;
+}
+
+void hz_os_address_limits(size_t *as, size_t *data)
+{
+	*as = rlimit_of(RLIMIT_AS);
+	*data = rlimit_of(RLIMIT_DATA);
 }
 
 /* ---- clock ---- */

@@ -46,22 +46,20 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
  * batch): all of it, or while over budget. */
 static void release_oldest(struct hz_arena *a, int all)
 {
-	unsigned char tried[HZ_ARENA_CHUNKS];
 	for (unsigned k = 0; k < a->nchunks; k++)
-		tried[k] = 0;
+		a->chunks[k]->tried = 0;
 	while (all || hz_arena_dirty(a) > hz_dirty_max) {
 		struct hz_huge **hp = oldest_cached(a);
 		struct hz_chunk *c = NULL;
-		unsigned ck = 0;
 		for (unsigned k = 0; k < a->nchunks; k++)
-			if (!tried[k] && a->chunks[k]->dirty_free + a->chunks[k]->clean_free >= HZ_HUGE_PAGES &&
+			if (!a->chunks[k]->tried && a->chunks[k]->dirty_free + a->chunks[k]->clean_free >= HZ_HUGE_PAGES &&
 			    (!c || a->chunks[k]->freed < c->freed))
-				c = a->chunks[k], ck = k;
+				c = a->chunks[k];
 		if (c && (!hp || c->freed <= (*hp)->freed)) {
 			struct hz_release_result r;
 			size_t bytes = hz_chunk_purge(c, 0, &r);
 			hz_arena_count_purge(a, &r, bytes);
-			tried[ck] = 1; /* what is left there is in partial huge pages */
+			c->tried = 1; /* what is left there is in partial huge pages */
 		} else if (hp) {
 			evict(a, hp);
 		} else {

@@ -28,6 +28,10 @@ static int in_window(const void *p, size_t size)
  * own placement does). After a wrap, the places freed since are found
  * again. */
 static uintptr_t cursor;
+/* Set once a mapping in the window worked: from then on ENOMEM there is
+ * memory or address space running out (an rlimit), which a mapping
+ * anywhere else, over-mapped for its alignment, could only make worse. */
+static int window_works;
 
 int hz_reg_map(size_t size, int hugetlb, void **out)
 {
@@ -43,9 +47,12 @@ int hz_reg_map(size_t size, int hugetlb, void **out)
 			void *at = (void *)(HZ_REG_WINDOW_LO + off);
 			int e = hz_os_map_at(at, size, hugetlb);
 			if (!e) {
+				__atomic_store_n(&window_works, 1, __ATOMIC_RELAXED);
 				*out = at;
 				return 0;
 			}
+			if (e != EEXIST && __atomic_load_n(&window_works, __ATOMIC_RELAXED))
+				return ENOMEM;
 			if (e != EEXIST)
 				break;
 		}

@@ -59,7 +59,9 @@ static inline int hz_reg_maybe(const void *p)
 }
 
 /* Maps size bytes for the arenas, aligned to HZ_CHUNK_SIZE, in the window
- * where there is room (hugetlb as hz_os_map_hugetlb): 0, or ENOMEM. */
+ * where there is room (hugetlb as hz_os_map_hugetlb): 0, or ENOMEM (also
+ * at once where the window has worked and the kernel refuses size bytes
+ * for lack of memory or address space: no over-mapped try elsewhere). */
 HZ_HIDDEN int hz_reg_map(size_t size, int hugetlb, void **out);
 /* Every address from now on may be the arenas': free asks the table. */
 HZ_HIDDEN void hz_reg_widen(void);

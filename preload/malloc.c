@@ -43,6 +43,19 @@ void *hz_moved(void *q, void *p, size_t have, size_t size)
  * jemalloc (malloc.small.*). */
 static HZ_NOINLINE void *alloc_on(size_t size, int zero);
 
+/* The arenas could not serve a size someone could (an address-space
+ * limit, the kernel out of memory): jemalloc's own mappings, sized to
+ * the block, are the last resort. Impossible sizes fail as they are. */
+static HZ_NOINLINE void *large_failed(size_t size, int zero)
+{
+	if (size > hz_large_max)
+		return NULL;
+	void *p = zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
 /* Off mode's way through: a test and a jump to glibc, no frame. */
 void *hz_alloc_slow(size_t size, int zero)
 {
@@ -67,9 +80,9 @@ static void *alloc_on(size_t size, int zero)
 	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
 	if (zero && hz_unlikely(hz_callsites_on))
 		hz_callsite(size);
-	if (zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min)
-		return hz_ab_calloc(size, hz_large_alloc);
-	return hz_large_alloc(size, zero);
+	void *p = zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min ? hz_ab_calloc(size, hz_large_alloc)
+								       : hz_large_alloc(size, zero);
+	return p ? p : large_failed(size, zero);
 }
 
 /* n * size into *total: 0, or -1 with errno ENOMEM when it overflows. */
@@ -111,9 +124,19 @@ void hz_free_slow(void *p)
 		free_on(p);
 }
 
+/* Whether p, not the arenas', is nobody's: in the arenas' window, where
+ * only their mappings are placed, and not mapped at all (a block freed
+ * twice after malloc_trim unmapped it). jemalloc's are mapped. */
+static int nobodys(const void *p)
+{
+	return (uintptr_t)p - HZ_REG_WINDOW_LO < HZ_REG_WINDOW && !hz_os_mapped(p);
+}
+
 static void free_on(void *p)
 {
 	if (!hz_large_owns(p)) { /* jemalloc's, in a widened window */
+		if (nobodys(p))
+			hz_bad_pointer("free(): invalid pointer");
 		hz_je_free(p);
 		return;
 	}
@@ -164,6 +187,8 @@ static HZ_NOINLINE void *realloc_slow(void *p, size_t size)
 	if (hz_unlikely(hz_mode_off))
 		return hz_glibc_realloc(p, size);
 	int mine = hz_large_owns(p);
+	if (!mine && nobodys(p))
+		hz_bad_pointer("realloc(): invalid pointer");
 	if (mine || hz_route_large(size))
 		hz_count(HZ_OP_REALLOC, size);
 	size_t old = mine ? hz_large_usable(p) : 0;
@@ -204,8 +229,14 @@ void *hz_alloc_aligned(size_t align, size_t size)
 		hz_allocator_start();
 	if (hz_unlikely(hz_mode_off))
 		return hz_glibc_memalign(align, size);
-	if (align <= HZ_PAGE && hz_route_large(size))
-		return hz_large_alloc(size, 0);
+	if (align <= HZ_PAGE && hz_route_large(size)) {
+		void *p = hz_large_alloc(size, 0);
+		return p ? p : large_failed(size, 0);
+	}
+	if (size > hz_large_max) {
+		errno = ENOMEM;
+		return NULL;
+	}
 	void *p = hz_je_mallocx(size ? size : 1, HZ_JE_LG_ALIGN(__builtin_ctzl(align)));
 	if (!p)
 		errno = ENOMEM;
