@@ -1,5 +1,5 @@
 /* Arenas (arena.h): the calling thread's arena, its chunks, the blocks in
- * them, its counters, and fork. */
+ * them, its counters. */
 #include "../obs/counters.h"
 #include "arena.h"
 #include "background.h"
@@ -222,53 +222,4 @@ int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
 	}
 	pthread_mutex_unlock(&a->lock);
 	return ok ? 0 : -1;
-}
-
-/* fork: every lock is taken before, released after in parent and child,
- * so a child forked while other threads allocate finds no lock held by a
- * thread it does not have. The state (blocks, chunks, dirty memory) is
- * inherited as it is; the child's counters start from zero, its report
- * being its own. */
-static void fork_prepare(void)
-{
-	hz_zeroer_fork_prepare();
-	for (int i = 0; i < HZ_ARENAS; i++)
-		pthread_mutex_lock(&hz_arenas[i].lock);
-	hz_huge_lock();
-	hz_reg_lock();
-}
-
-static void unlock_all(void)
-{
-	hz_reg_unlock();
-	hz_huge_unlock();
-	for (int i = HZ_ARENAS - 1; i >= 0; i--)
-		pthread_mutex_unlock(&hz_arenas[i].lock);
-}
-
-static void fork_parent(void)
-{
-	unlock_all();
-	hz_zeroer_fork_parent();
-}
-
-static void fork_child(void)
-{
-	for (int i = 0; i < HZ_ARENAS; i++) {
-		struct hz_arena *a = &hz_arenas[i];
-		a->known_zero = a->purged = 0;
-		a->purges = a->purge_ranges = a->purge_syscalls = a->purge_fallbacks = 0;
-		a->nalloc = a->ncalloc = a->calloc_bytes = a->nfree = 0;
-		a->hugetlb_chunks = a->hugetlb_fallbacks = 0;
-		a->cleared_caller = a->reserve_hits = a->reserve_misses = 0;
-		/* No thread of the child waits here. */
-		pthread_cond_init(&a->zeroer_done, NULL);
-	}
-	unlock_all();
-	hz_zeroer_fork_child();
-}
-
-__attribute__((constructor)) static void arena_init(void)
-{
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

@@ -175,6 +175,8 @@ static struct hz_huge *map_new(struct hz_arena *a, size_t mapped, size_t usable)
 void *hz_huge_alloc(size_t size, int zero)
 {
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
+	if (size <= HZ_LARGE_MAX) /* no chunk could be mapped: as little as will do */
+		mapped = usable;
 	struct hz_arena *a = hz_arena_of_thread();
 	pthread_mutex_lock(&a->lock);
 	struct hz_huge *h = cache_take(a, usable, mapped);

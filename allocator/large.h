@@ -6,13 +6,14 @@
  *
  *   chunk.h     page runs in a 64 MiB chunk and which pages are known zero
  *   registry.h  address to chunk or huge block, lock-free
- *   arena.h     arenas: locks, chunks, blocks in chunks, counters, fork
+ *   arena.h     arenas: locks, chunks, blocks in chunks, counters
  *   huge.h      blocks too large for a chunk: own mappings, cached
  *   purge.c     the dirty budget: what goes back to the kernel, and when
  *   limits.h    what the kernel lets the process use: memory, rlimits,
  *               the memory cgroup's limit and usage
  *   background.h  the background zeroer: freed memory pre-cleared, a
  *               reserve of fresh pages in memory, off the program's thread
+ *   fork.c      fork, for the whole room: its locks in one order
  *   prim.h      the OS primitives: the library's one contract with the
  *               operating system, the floor every room stands on
  *
@@ -86,6 +87,13 @@ static inline size_t hz_large_good_size(size_t size)
  * included, and unmaps every cached huge block (malloc_trim); returns the
  * bytes released. */
 size_t hz_large_trim(void);
+
+/* fork, for the whole allocator (fork.c): called by the library's one
+ * set of fork handlers, never registered here. The prepare takes every
+ * lock of the allocator; parent and child release them. */
+void hz_large_fork_prepare(void);
+void hz_large_fork_parent(void);
+void hz_large_fork_child(void);
 
 /* The arenas' figures, for tests and reports. */
 struct hz_large_stats {

@@ -20,7 +20,6 @@ static uint64_t hist[2][HZ_AB_OPS][HZ_CLASSES][HZ_AB_BUCKETS];
 static pthread_mutex_t lock[HZ_AB_OPS] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static HZ_TLS uint64_t rng;
-static void ab_child(void);
 
 void hz_ab_setup(double share, uint64_t s, size_t min, hz_ab_memset_fn baseline)
 {
@@ -28,7 +27,6 @@ void hz_ab_setup(double share, uint64_t s, size_t min, hz_ab_memset_fn baseline)
 	seed = s;
 	hz_ab_min = min;
 	baseline_memset = baseline;
-	pthread_atfork(NULL, NULL, ab_child);
 	__atomic_store_n(&hz_ab_on, 1, __ATOMIC_RELEASE);
 }
 
@@ -113,7 +111,7 @@ uint64_t hz_ab_dropped(void)
 
 /* fork: the child starts with empty arms (its report is its own), locks
  * that no thread of its holds, and a generator of its own. */
-static void ab_child(void)
+void hz_ab_fork_child(void)
 {
 	hz_fill_policy(cells, 0, sizeof cells);
 	hz_fill_policy(hist, 0, sizeof hist);

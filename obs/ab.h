@@ -76,4 +76,8 @@ HZ_HIDDEN void hz_ab_compare(const struct hz_ab_cell *a, const struct hz_ab_cell
  * it falls in; 0 for an empty histogram. */
 HZ_HIDDEN double hz_ab_quantile(const uint64_t *hist, double q);
 
+/* fork (hz_obs_fork_child): the child's arms start empty, with a seed
+ * of their own. */
+HZ_HIDDEN void hz_ab_fork_child(void);
+
 #endif

@@ -29,7 +29,7 @@ static HZ_TLS int sampling;
 
 /* fork: the child's table starts empty (its report is its own) and
  * unlocked (the thread that held it is not there). */
-static void callsites_child(void)
+void hz_callsites_fork_child(void)
 {
 	hz_fill_policy(sites, 0, sizeof sites);
 	dropped = 0;
@@ -40,7 +40,6 @@ void hz_callsites_setup(unsigned p, hz_backtrace_fn bt)
 {
 	period = p;
 	take_backtrace = bt;
-	pthread_atfork(NULL, NULL, callsites_child);
 	__atomic_store_n(&hz_callsites_on, 1, __ATOMIC_RELEASE);
 }
 

@@ -21,6 +21,8 @@ typedef int (*hz_backtrace_fn)(void **ips, int max);
 /* Samples 1 in period calls (period >= 1) with backtrace. At
  * initialisation, before threads are made. */
 HZ_HIDDEN void hz_callsites_setup(unsigned period, hz_backtrace_fn backtrace);
+/* fork (hz_obs_fork_child): the child's table starts empty. */
+HZ_HIDDEN void hz_callsites_fork_child(void);
 /* Counts down this thread's calls; takes a sample every period-th. */
 HZ_HIDDEN HZ_NOINLINE void hz_callsite(size_t bytes);
 

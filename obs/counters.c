@@ -76,17 +76,17 @@ void hz_tstats_sum(struct hz_tstats *out)
 
 /* fork: the lock is taken around it; the child counts from zero (the
  * engine's counters too), with only its own thread's block. */
-static void counters_prepare(void)
+void hz_counters_fork_prepare(void)
 {
 	pthread_mutex_lock(&tstats_lock);
 }
 
-static void counters_parent(void)
+void hz_counters_fork_parent(void)
 {
 	pthread_mutex_unlock(&tstats_lock);
 }
 
-static void counters_child(void)
+void hz_counters_fork_child(void)
 {
 	struct hz_tstats *me = &hz_tstats;
 	hz_fill_policy(&hz_engine_counts, 0, sizeof hz_engine_counts);
@@ -104,7 +104,6 @@ static void counters_child(void)
 void hz_counters_setup(void)
 {
 	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
-	pthread_atfork(counters_prepare, counters_parent, counters_child);
 }
 
 static uint64_t load(const uint64_t *v)

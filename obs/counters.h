@@ -112,9 +112,14 @@ static inline void *hz_zero_hinted_counted(void *p, size_t n, const void *hint)
 	return p;
 }
 
-/* Starts the per-thread blocks' exit and fork handling (the library's
+/* Starts the per-thread blocks' exit handling (the library's
  * initialisation, before threads are made). */
 HZ_HIDDEN void hz_counters_setup(void);
+/* fork (hz_obs_fork_*): the blocks' lock around it; the child counts
+ * from zero, with only its own thread's block. */
+HZ_HIDDEN void hz_counters_fork_prepare(void);
+HZ_HIDDEN void hz_counters_fork_parent(void);
+HZ_HIDDEN void hz_counters_fork_child(void);
 /* The engine's counters, by name, for hz_obs_each. */
 HZ_HIDDEN void hz_engine_counters(hz_counter_fn fn, void *arg);
 

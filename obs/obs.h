@@ -16,7 +16,8 @@
  *   ab.h         the A/B arms and their statistics
  *   callsites.h  call sites of large clears
  *   report.h     the report: its files, the interval, the exit
- *   emit.h       one emitter per format behind one interface */
+ *   emit.h       one emitter per format behind one interface
+ *   fork.h       fork, for the whole room (its top) */
 #ifndef HZ_OBS_H
 #define HZ_OBS_H
 

@@ -154,7 +154,7 @@ int hz_report_dump(const char *path, const char *format)
 	return dump(path ? path : report_path[0] ? report_path : "stderr", e);
 }
 
-static void dump_child(void)
+void hz_report_fork_child(void)
 {
 	pthread_mutex_init(&dump_lock, NULL);
 }
@@ -173,7 +173,6 @@ static void *interval_main(void *arg)
 int hz_report_setup(const char *path, const char *format, uint64_t interval_ms)
 {
 	int bad = 0;
-	pthread_atfork(NULL, NULL, dump_child);
 	if (!path)
 		return 0;
 	size_t n = 0, len = strlen(path);

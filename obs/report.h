@@ -28,5 +28,7 @@ HZ_HIDDEN int hz_report_setup(const char *path, const char *format, uint64_t int
  * format (NULL: the one set up). 0, or -1 with errno (EINVAL for an
  * unknown format). */
 HZ_HIDDEN int hz_report_dump(const char *path, const char *format);
+/* fork (hz_obs_fork_child): the child's report lock, unlocked. */
+HZ_HIDDEN void hz_report_fork_child(void);
 
 #endif

@@ -1,8 +1,89 @@
 /* The lookups of libhugezero.so (dynamic.h). */
+#define _GNU_SOURCE /* dl_iterate_phdr */
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <string.h>
 
 #include "dynamic.h"
+#include "fork.h"
+#include "preload.h"
+
+/* glibc's own definition of name, read from libc.so.6's symbol table
+ * (its GNU hash table, through dl_iterate_phdr): dlsym may allocate, and
+ * the library never calls it unasked. */
+struct find {
+	const char *name;
+	void *found;
+};
+
+/* A table's address from the dynamic section: glibc stores them
+ * relocated where the section is writable, as on x86-64 and arm64. */
+static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
+{
+	return v < base ? v + base : v;
+}
+
+static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find *f = arg;
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6"))
+		return 0;
+	const ElfW(Dyn) *dyn = NULL;
+	for (int i = 0; i < info->dlpi_phnum; i++)
+		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
+			dyn = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+	const ElfW(Sym) *sym = NULL;
+	const char *str = NULL;
+	const uint32_t *gnu = NULL;
+	for (; dyn && dyn->d_tag != DT_NULL; dyn++) {
+		uintptr_t v = dyn_addr(info->dlpi_addr, dyn->d_un.d_ptr);
+		if (dyn->d_tag == DT_SYMTAB)
+			sym = (const ElfW(Sym) *)v;
+		else if (dyn->d_tag == DT_STRTAB)
+			str = (const char *)v;
+		else if (dyn->d_tag == DT_GNU_HASH)
+			gnu = (const uint32_t *)v;
+	}
+	if (!sym || !str || !gnu)
+		return 1;
+	uint32_t h = 5381, nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
+	for (const unsigned char *c = (const unsigned char *)f->name; *c; c++)
+		h = h * 33 + *c;
+	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom);
+	const uint32_t *chain = buckets + nbuckets - symoffset;
+	for (uint32_t i = buckets[h % nbuckets]; i; i++) {
+		if ((chain[i] | 1) == (h | 1) && !strcmp(str + sym[i].st_name, f->name) &&
+		    sym[i].st_shndx != SHN_UNDEF) {
+			f->found = (void *)(info->dlpi_addr + sym[i].st_value);
+			break;
+		}
+		if (chain[i] & 1)
+			break;
+	}
+	return 1;
+}
+
+/* Every library's pthread_atfork (libc_nonshared's, linked into each)
+ * registers through glibc's __register_atfork: this library's handlers
+ * go first (fork.h), and the call goes on to glibc's, with the caller's
+ * DSO, which dlclose unregisters. */
+HZ_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso)
+{
+	typedef int (*register_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
+	static register_fn glibc;
+	hz_fork_register();
+	if (!__atomic_load_n(&glibc, __ATOMIC_ACQUIRE)) {
+		struct find f = {"__register_atfork", NULL};
+		dl_iterate_phdr(find_in, &f);
+		__atomic_store_n(&glibc, (register_fn)f.found, __ATOMIC_RELEASE);
+	}
+	return glibc ? glibc(prepare, parent, child, dso) : ENOMEM;
+}
 
 void *hz_lib_lookup(void **cache, const char *soname, const char *name)
 {

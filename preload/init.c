@@ -16,6 +16,7 @@
 #include "../obs/counters.h"
 #include "../obs/report.h"
 #include "dynamic.h"
+#include "fork.h"
 #include "glibc.h"
 #include "options.h"
 #include "preload.h"
@@ -183,6 +184,7 @@ void hz_init(void)
 	if (done)
 		return;
 	done = 1;
+	hz_fork_register();
 	hz_allocator_start();
 	hz_counters_setup();
 	configure_report();

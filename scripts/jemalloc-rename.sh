@@ -12,6 +12,8 @@ map=$out.syms
 # Its own memset calls go to hugezero's uncounted entry (preload/memset.c):
 # the library's housekeeping is not the program's memset.
 echo "memset hz_je_memset" >>"$map"
+# Its fork handlers are run by hugezero's, in their place (preload/fork.h).
+echo "pthread_atfork hz_je_pthread_atfork" >>"$map"
 # Never empty: jemalloc defines mallocx at least.
 grep -q '^mallocx ' "$map"
 "$objcopy" --redefine-syms="$map" "$in" "$out.tmp"

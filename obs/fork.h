@@ -1,0 +1,15 @@
+/* obs/fork.h: fork, for the whole room, at its top. Called by the
+ * library's one set of fork handlers (preload/fork.c), never registered
+ * here: the counters' lock is held across the fork; the child starts its
+ * counters, arms, call sites and report from zero, its figures being its
+ * own. */
+#ifndef HZ_OBS_FORK_H
+#define HZ_OBS_FORK_H
+
+#include "../arch/common.h"
+
+HZ_HIDDEN void hz_obs_fork_prepare(void);
+HZ_HIDDEN void hz_obs_fork_parent(void);
+HZ_HIDDEN void hz_obs_fork_child(void);
+
+#endif
