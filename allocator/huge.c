@@ -10,6 +10,8 @@
 
 /* ---- descriptors: never unmapped, kept for reuse ---- */
 
+int hz_huge_fitted;
+
 static struct hz_huge *desc_free;
 static pthread_mutex_t desc_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -175,7 +177,7 @@ static struct hz_huge *map_new(struct hz_arena *a, size_t mapped, size_t usable)
 void *hz_huge_alloc(size_t size, int zero)
 {
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
-	if (size <= HZ_LARGE_MAX) /* no chunk could be mapped: as little as will do */
+	if (size <= HZ_LARGE_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
 		mapped = usable;
 	struct hz_arena *a = hz_arena_of_thread();
 	pthread_mutex_lock(&a->lock);

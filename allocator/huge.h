@@ -17,6 +17,11 @@
 /* The largest block the arenas serve. */
 #define HZ_HUGE_MAX ((size_t)1 << 46)
 
+/* Every huge block mapped to its size in whole pages, and blocks of every
+ * size served here, none in chunks: where every mapping is charged in
+ * full (large.h). Set once by hz_large_setup. */
+extern int hz_huge_fitted;
+
 struct hz_huge {
 	unsigned char *base;
 	size_t size;   /* usable bytes, whole pages */

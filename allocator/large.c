@@ -13,12 +13,20 @@ static size_t dirty_max_cfg, reserve_cfg;
 static uint64_t pressure_checks, pressure_releases, pressure_bytes, limit_read_at;
 static size_t limit_fitted; /* the cgroup limit the budget and reserve were fitted to */
 
+/* Where every mapping is charged in full (overcommit mode 2), what the
+ * arenas keep free at most. */
+#define FITTED_DIRTY_MAX ((size_t)16 << 20)
+
 /* The dirty budget and the reserve within the cgroup's limit as it is. */
 static void fit_limit(void)
 {
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
 	limit_fitted = limit;
 	size_t dirty = dirty_max_cfg, reserve = reserve_cfg;
+	if (hz_huge_fitted) {
+		dirty = dirty < FITTED_DIRTY_MAX ? dirty : FITTED_DIRTY_MAX;
+		reserve = 0;
+	}
 	if (limit != HZ_LIMIT_NONE) {
 		dirty = dirty < limit / 8 ? dirty : limit / 8;
 		reserve = reserve < limit / 32 ? reserve : limit / 32;
@@ -32,6 +40,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_limits_read();
 	size_t most = hz_limits_max_block(HZ_REG_WINDOW / 4);
 	hz_large_max = most < HZ_HUGE_MAX ? most : HZ_HUGE_MAX;
+	hz_huge_fitted = hz_limits.overcommit == 2;
 	dirty_max_cfg = cfg->dirty_max;
 	reserve_cfg = cfg->reserve;
 	hz_dirty_decay_ns = cfg->dirty_decay_ms * 1000000u;
@@ -91,7 +100,7 @@ void *hz_large_alloc(size_t size, int zero)
 		relieve(size);
 	if (hz_thp)
 		hz_fresh_decide(); /* a measurement when due, outside every lock */
-	if (size && size <= HZ_LARGE_MAX)
+	if (size && size <= HZ_LARGE_MAX && !hz_huge_fitted)
 		p = hz_arena_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero);
 	/* Larger blocks, and those no chunk could be mapped for (an
 	 * address-space limit): a mapping of their own. */

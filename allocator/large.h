@@ -52,6 +52,10 @@ void hz_large_setup(const struct hz_large_cfg *cfg);
  * most HZ_HUGE_MAX and a quarter of the window): a larger request fails
  * with ENOMEM, as glibc's mmap does. Set by hz_large_setup. */
 extern size_t hz_large_max;
+/* Where the kernel charges every mapping in full (vm.overcommit_memory 2
+ * ignores MAP_NORESERVE), no chunk is reserved: every block is a mapping
+ * of its own size (hz_huge_fitted), and the arenas keep at most 16 MiB
+ * free, no reserve. */
 
 /* A block of at least size bytes (0 < size <= hz_large_max),
  * page-aligned; with zero set its bytes read as zero, cleared only where

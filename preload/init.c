@@ -9,6 +9,7 @@
 
 #include "../allocator/background.h"
 #include "../allocator/large.h"
+#include "../allocator/limits.h"
 #include "../allocator/small.h"
 #include "../arch/arch.h"
 #include "../obs/ab.h"
@@ -135,7 +136,7 @@ static const char *probe_batch(void)
  * buffer: no allocation for these formats. */
 static void print_configuration(void)
 {
-	char line[256];
+	char line[320];
 	snprintf(line, sizeof line, "hugezero %s; process_madvise releases memory: %s", HZ_VERSION,
 		 probe_batch());
 	hz_os_log(line, NULL, NULL);
@@ -165,6 +166,15 @@ static void print_configuration(void)
 		 "background zeroer %s (HUGEZERO_BACKGROUND), reserve %zu MiB; a thread of it would run at %s",
 		 hz_option(HZ_OPT_BACKGROUND)->num ? "on" : "off", hz_option(HZ_OPT_RESERVE)->size >> 20,
 		 can < 0 ? "nothing: no thread can be made" : sched[can]);
+	hz_os_log(line, NULL, NULL);
+	char cg[32] = "none";
+	if (hz_limits.cgroup != HZ_LIMIT_NONE)
+		snprintf(cg, sizeof cg, "%zu MiB (v%d)", hz_limits.cgroup >> 20, hz_limits.cgroup_version);
+	snprintf(line, sizeof line,
+		 "limits: memory cgroup %s; dirty budget %zu MiB, reserve %zu MiB; overcommit mode %d; "
+		 "largest block %zu MiB; RLIMIT_AS %s, RLIMIT_DATA %s",
+		 cg, hz_dirty_max >> 20, hz_zeroer_reserve >> 20, hz_limits.overcommit, hz_large_max >> 20,
+		 hz_limits.as == HZ_LIMIT_NONE ? "none" : "set", hz_limits.data == HZ_LIMIT_NONE ? "none" : "set");
 	hz_os_log(line, NULL, NULL);
 	snprintf(line, sizeof line, "memset front end %s up to %u KiB",
 		 hz_memset_front_name(hz_memset_impl), HZ_FRONT_MAX >> 10);
