@@ -1,0 +1,384 @@
+/* Hostile cases for an allocator, run by hostile.sh under glibc, jemalloc,
+ * mimalloc, tcmalloc and hugezero; each mode exits 0 when what it checks
+ * holds, and says what failed on stderr otherwise:
+ *
+ *   forkcalloc        a round (three times malloc, fill with 0x5A, free; idle
+ *                     0.3 s; calloc the same size, every byte zero) of 8 and
+ *                     20 MiB, then fork with blocks just freed; parent and
+ *                     child each do 5 more rounds of both sizes.
+ *   untouched N MIB   N blocks of MIB MiB, one byte written in each: all
+ *                     non-NULL; then freed.
+ *   one KIB           one block of KIB KiB, every page written.
+ *   threads           four threads, each a 1 MiB block, every page written.
+ *   count MIB         blocks of MIB MiB, one byte written in each, until
+ *                     malloc fails (at most 100000): prints VmSize and
+ *                     VmData (KiB) after a first small block, and the count.
+ *   commit            400 blocks of 1-25 MiB, 40 live: prints the peak
+ *                     of the private writable mappings (KiB), what
+ *                     overcommit mode 2 charges.
+ *   cgroup            300 blocks of 8-48 MiB, each calloc'd and checked
+ *                     zero (the first and last page whole, the first byte of
+ *                     every page), every page written; at most four live,
+ *                     the oldest freed before a fifth is taken.
+ *   impossible        sizes no machine has: NULL and ENOMEM from each entry
+ *                     point; then 100000 small blocks and a 40 MiB one work.
+ *   doublefree trim|notrim
+ *                     free a written 40 MiB block twice (malloc_trim(0)
+ *                     between): the second free must abort the process. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "footprint.h"
+
+#define MIB ((size_t)1 << 20)
+#define PAGE 4096
+
+static const char *who = "";
+
+#define FAIL(...)                                                                                  \
+	do {                                                                                       \
+		fprintf(stderr, "%s", who);                                                        \
+		fprintf(stderr, __VA_ARGS__);                                                      \
+		fputc('\n', stderr);                                                               \
+		exit(1);                                                                           \
+	} while (0)
+
+static void touch(char *p, size_t n, char v)
+{
+	for (size_t i = 0; i < n; i += PAGE)
+		p[i] = v;
+	p[n - 1] = v;
+}
+
+/* Through a volatile: the compiler sees neither the size nor the pointer. */
+static size_t hide(size_t x)
+{
+	volatile size_t v = x;
+	return v;
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15u;
+static uint64_t next(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* ---- forkcalloc ---- */
+static void dirty(size_t size)
+{
+	for (int i = 0; i < 3; i++) {
+		char *p = malloc(size);
+		if (!p)
+			FAIL("malloc(%zu MiB) returned NULL", size / MIB);
+		memset(p, 0x5A, size);
+		free(p);
+	}
+}
+
+static void round_(size_t size)
+{
+	dirty(size);
+	nanosleep(&(struct timespec){0, 300 * 1000 * 1000}, NULL);
+	unsigned char *c = calloc(1, size);
+	if (!c)
+		FAIL("calloc(%zu MiB) returned NULL", size / MIB);
+	size_t nz = 0;
+	for (size_t i = 0; i < size; i++)
+		nz += c[i] != 0;
+	free(c);
+	if (nz)
+		FAIL("calloc(%zu MiB): %zu non-zero bytes", size / MIB, nz);
+}
+
+static int forkcalloc(void)
+{
+	round_(8 * MIB);
+	round_(20 * MIB);
+	dirty(20 * MIB); /* freed just before the fork: being cleared across it */
+	pid_t pid = fork();
+	if (pid < 0)
+		FAIL("fork failed");
+	who = pid ? "parent after fork: " : "child after fork: ";
+	for (int r = 0; r < 5; r++) {
+		round_(8 * MIB);
+		round_(20 * MIB);
+	}
+	if (pid == 0)
+		exit(0);
+	int st;
+	if (waitpid(pid, &st, 0) != pid)
+		FAIL("waitpid failed");
+	if (!WIFEXITED(st) || WEXITSTATUS(st))
+		FAIL("the child ended with status 0x%x", st);
+	return 0;
+}
+
+/* ---- untouched, one, threads, count ---- */
+static int untouched(size_t n, size_t mib)
+{
+	char **v = malloc(n * sizeof *v);
+	if (!v)
+		FAIL("malloc of the table failed");
+	for (size_t i = 0; i < n; i++) {
+		v[i] = malloc(mib * MIB);
+		if (!v[i])
+			FAIL("block %zu of %zu x %zu MiB: NULL (errno %d)", i, n, mib, errno);
+		v[i][0] = 1;
+	}
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+	return 0;
+}
+
+static int one(size_t kib)
+{
+	char *p = malloc(kib << 10);
+	if (!p)
+		FAIL("malloc(%zu KiB) returned NULL", kib);
+	touch(p, kib << 10, 1);
+	free(p);
+	return 0;
+}
+
+static void *thread_block(void *arg)
+{
+	(void)arg;
+	char *p = malloc(MIB);
+	if (p)
+		touch(p, MIB, 1);
+	return p;
+}
+
+static int threads(void)
+{
+	pthread_t t[4];
+	for (int i = 0; i < 4; i++) {
+		int e = pthread_create(&t[i], NULL, thread_block, NULL);
+		if (e)
+			FAIL("pthread_create %d: %s", i, strerror(e));
+	}
+	int bad = 0;
+	for (int i = 0; i < 4; i++) {
+		void *p;
+		pthread_join(t[i], &p);
+		bad += !p;
+		free(p);
+	}
+	if (bad)
+		FAIL("%d of 4 threads' malloc(1 MiB) returned NULL", bad);
+	return 0;
+}
+
+static int count(size_t mib)
+{
+	size_t n = 0;
+	print_footprint();
+	for (; n < 100000; n++) {
+		char *p = malloc(mib * MIB);
+		if (!p)
+			break;
+		p[0] = 1;
+	}
+	printf("%zu\n", n);
+	return 0;
+}
+
+/* ---- commit ---- */
+
+/* What overcommit mode 2 charges the process: its private writable
+ * mappings, in KiB. */
+static long charge_kb(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512], perm[8];
+	long kb = 0;
+	unsigned long a, b;
+	while (f && fgets(line, sizeof line, f))
+		if (sscanf(line, "%lx-%lx %7s", &a, &b, perm) == 3 && perm[1] == 'w' && perm[3] == 'p')
+			kb += (long)((b - a) >> 10);
+	if (f)
+		fclose(f);
+	return kb;
+}
+
+/* 400 blocks of 1-25 MiB, 40 live, half calloc'd, the oldest freed
+ * first: prints the peak charge (KiB). */
+static int commit(void)
+{
+	char *live[40] = {0};
+	unsigned s = 7;
+	long peak = 0;
+	for (int r = 0; r < 400; r++) {
+		int k = r % 40;
+		free(live[k]);
+		s = s * 1103515245u + 12345u;
+		size_t n = (s >> 8) % (24 * MIB) + MIB;
+		live[k] = (s >> 4) & 1 ? calloc(1, n) : malloc(n);
+		if (!live[k])
+			FAIL("block %d of %zu bytes: NULL, errno %d", r, n, errno);
+		live[k][0] = 1;
+		long c = charge_kb();
+		if (c > peak)
+			peak = c;
+	}
+	printf("%ld\n", peak);
+	return 0;
+}
+
+/* ---- cgroup ---- */
+static int cgroup(void)
+{
+	char *blk[4] = {0};
+	for (int it = 0; it < 300; it++) {
+		int s = it % 4;
+		free(blk[s]);
+		size_t size = 8 * MIB + next() % (40 * MIB + 1);
+		unsigned char *p = calloc(1, size);
+		if (!p)
+			FAIL("iteration %d: calloc(%zu) returned NULL", it, size);
+		for (size_t i = 0; i < PAGE; i++)
+			if (p[i] || p[size - 1 - i])
+				FAIL("iteration %d: calloc(%zu) not zero in its first or last page", it,
+				     size);
+		for (size_t i = 0; i < size; i += PAGE) {
+			if (p[i])
+				FAIL("iteration %d: calloc(%zu) not zero at %zu", it, size, i);
+			p[i] = (unsigned char)(it | 1);
+		}
+		p[size - 1] = 1;
+		blk[s] = (char *)p;
+	}
+	for (int s = 0; s < 4; s++)
+		free(blk[s]);
+	return 0;
+}
+
+/* ---- impossible ---- */
+#define EXPECT_NULL(expr, text)                                                                    \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		void *r_ = (expr);                                                                 \
+		int e_ = errno;                                                                    \
+		if (r_)                                                                            \
+			FAIL("%s returned %p, not NULL", text, r_);                                \
+		if (e_ != ENOMEM)                                                                  \
+			FAIL("%s: NULL but errno %d, not ENOMEM", text, e_);                       \
+	} while (0)
+
+static int impossible(void)
+{
+	const size_t T64 = hide((size_t)1 << 46), T32 = hide((size_t)1 << 45), MAX = hide(SIZE_MAX);
+	EXPECT_NULL(malloc(T64), "malloc(1<<46)");
+	EXPECT_NULL(malloc(T32), "malloc(1<<45)");
+	EXPECT_NULL(malloc(MAX), "malloc(SIZE_MAX)");
+	EXPECT_NULL(malloc(MAX - 4 * MIB), "malloc(SIZE_MAX - 4 MiB)");
+	EXPECT_NULL(calloc(1, T64), "calloc(1, 1<<46)");
+	EXPECT_NULL(calloc(T32, 2), "calloc(1<<45, 2)");
+	EXPECT_NULL(calloc(MAX / 2, 3), "calloc(SIZE_MAX/2, 3) (overflow)");
+	EXPECT_NULL(memalign(4096, T32), "memalign(4096, 1<<45)");
+	EXPECT_NULL(memalign(2 * MIB, MAX - 4096), "memalign(2 MiB, SIZE_MAX - 4096)");
+	EXPECT_NULL(aligned_alloc(4096, T64), "aligned_alloc(4096, 1<<46)");
+
+	char *s = malloc(32);
+	if (!s)
+		FAIL("malloc(32) returned NULL");
+	memcpy(s, "still here", 11);
+	EXPECT_NULL(realloc(s, T64), "realloc(small, 1<<46)");
+	EXPECT_NULL(realloc(s, MAX - 4096), "realloc(small, SIZE_MAX - 4096)");
+	if (strcmp(s, "still here"))
+		FAIL("the block a failed realloc kept changed");
+	free(s);
+
+	void *q = NULL;
+	int e = posix_memalign(&q, 4096, T64);
+	if (e != ENOMEM)
+		FAIL("posix_memalign(4096, 1<<46) returned %d (%p), not ENOMEM", e, q);
+	e = posix_memalign(&q, 2 * MIB, MAX - 4096);
+	if (e != ENOMEM)
+		FAIL("posix_memalign(2 MiB, SIZE_MAX - 4096) returned %d (%p), not ENOMEM", e, q);
+
+	/* Nothing widened: small blocks and a large one as usual. */
+	enum { N = 100000 };
+	unsigned char **v = malloc(N * sizeof *v);
+	size_t *len = malloc(N * sizeof *len);
+	if (!v || !len)
+		FAIL("malloc of the tables failed");
+	for (int i = 0; i < N; i++) {
+		len[i] = 1 + next() % 1024;
+		v[i] = malloc(len[i]);
+		if (!v[i])
+			FAIL("small block %d: NULL", i);
+		memset(v[i], (unsigned char)i, len[i]);
+	}
+	for (int i = 0; i < N; i++) {
+		for (size_t j = 0; j < len[i]; j++)
+			if (v[i][j] != (unsigned char)i)
+				FAIL("small block %d (%zu B) changed at %zu", i, len[i], j);
+		free(v[i]);
+	}
+	free(v);
+	free(len);
+	char *big = malloc(40 * MIB);
+	if (!big)
+		FAIL("malloc(40 MiB) after the impossible sizes: NULL");
+	touch(big, 40 * MIB, 1);
+	free(big);
+	return 0;
+}
+
+/* ---- doublefree ---- */
+static int doublefree(int trim)
+{
+	char *p = malloc(40 * MIB);
+	if (!p)
+		FAIL("malloc(40 MiB) returned NULL");
+	memset(p, 1, 40 * MIB);
+	char *volatile again = p; /* no use-after-free warning */
+	free(p);
+	if (trim)
+		malloc_trim(0);
+	free(again);
+	FAIL("the second free(p) of a 40 MiB block returned");
+}
+
+int main(int argc, char **argv)
+{
+	const char *m = argc > 1 ? argv[1] : "";
+	size_t a = argc > 2 ? strtoull(argv[2], NULL, 0) : 0;
+	size_t b = argc > 3 ? strtoull(argv[3], NULL, 0) : 0;
+	if (!strcmp(m, "forkcalloc"))
+		return forkcalloc();
+	if (!strcmp(m, "untouched") && a && b)
+		return untouched(a, b);
+	if (!strcmp(m, "one") && a)
+		return one(a);
+	if (!strcmp(m, "threads"))
+		return threads();
+	if (!strcmp(m, "commit"))
+		return commit();
+	if (!strcmp(m, "count") && a)
+		return count(a);
+	if (!strcmp(m, "cgroup"))
+		return cgroup();
+	if (!strcmp(m, "impossible"))
+		return impossible();
+	if (!strcmp(m, "doublefree") && argc > 2)
+		return doublefree(!strcmp(argv[2], "trim"));
+	fprintf(stderr, "usage: %s forkcalloc | untouched N MIB | one KIB | threads | count MIB | "
+			"cgroup | impossible | doublefree trim|notrim | commit\n",
+		argv[0]);
+	return 2;
+}
