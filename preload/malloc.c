@@ -45,12 +45,14 @@ static HZ_NOINLINE void *alloc_on(size_t size, int zero);
 
 /* The arenas could not serve a size someone could (an address-space
  * limit, the kernel out of memory): jemalloc's own mappings, sized to
- * the block, are the last resort. Impossible sizes fail as they are. */
-static HZ_NOINLINE void *large_failed(size_t size, int zero)
+ * the block, aligned to align (a power of two; 0 for malloc's), are the
+ * last resort. Impossible sizes fail as they are. */
+static HZ_NOINLINE void *large_failed(size_t size, int zero, size_t align)
 {
 	if (size > hz_large_max)
 		return NULL;
-	void *p = zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
+	void *p = align ? hz_je_mallocx(size, HZ_JE_LG_ALIGN(__builtin_ctzl(align)))
+		  : zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -82,7 +84,7 @@ static void *alloc_on(size_t size, int zero)
 		hz_callsite(size);
 	void *p = zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min ? hz_ab_calloc(size, hz_large_alloc)
 								       : hz_large_alloc(size, zero);
-	return p ? p : large_failed(size, zero);
+	return p ? p : large_failed(size, zero, 0);
 }
 
 /* n * size into *total: 0, or -1 with errno ENOMEM when it overflows. */
@@ -231,7 +233,7 @@ void *hz_alloc_aligned(size_t align, size_t size)
 		return hz_glibc_memalign(align, size);
 	if (align <= HZ_PAGE && hz_route_large(size)) {
 		void *p = hz_large_alloc(size, 0);
-		return p ? p : large_failed(size, 0);
+		return p ? p : large_failed(size, 0, align);
 	}
 	if (size > hz_large_max) {
 		errno = ENOMEM;
