@@ -1,12 +1,8 @@
-/* Arenas (arena.h): the calling thread's arena, its chunks, the blocks in
- * them, its counters. */
-#include "../obs/counters.h"
+/* Arenas (arena.h): the calling thread's arena, its chunks, its sums and
+ * counters. */
 #include "arena.h"
-#include "background.h"
-#include "huge.h"
-#include "registry.h"
 
-#define ARENA_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .zeroer_done = PTHREAD_COND_INITIALIZER}
+#define ARENA_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .claim_done = PTHREAD_COND_INITIALIZER}
 struct hz_arena hz_arenas[HZ_ARENAS] = {ARENA_INIT, ARENA_INIT, ARENA_INIT, ARENA_INIT};
 int hz_hugetlb;
 static unsigned next_arena;
@@ -19,34 +15,7 @@ struct hz_arena *hz_arena_of_thread(void)
 	return &hz_arenas[my_arena];
 }
 
-void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
-{
-	a->nalloc++;
-	if (fresh)
-		a->reserve_misses++;
-	else
-		a->reserve_hits++;
-	if (zero) {
-		a->ncalloc++;
-		a->calloc_bytes += bytes;
-	}
-}
-
-size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes)
-{
-	if (r->ranges) {
-		a->purges++;
-		a->purge_ranges += r->ranges;
-		a->purge_syscalls += r->syscalls;
-		a->purge_fallbacks += r->fallbacks;
-	}
-	a->purged += bytes;
-	return bytes;
-}
-
-/* A new chunk for arena a, registered; NULL when memory is out. Called
- * without the lock: mapping it, and timing its first huge page
- * (fresh.h), may take milliseconds. */
+/* A new chunk for arena a, registered; NULL when memory is out. */
 static struct hz_chunk *new_chunk(struct hz_arena *a)
 {
 	/* The chunk's own metadata (about 100 KiB) comes from the OS too. */
@@ -97,8 +66,8 @@ static int add_chunk(struct hz_arena *a, struct hz_chunk *c)
 		return -1;
 	}
 	if (hz_hugetlb) {
-		a->hugetlb_chunks += c->hugetlb;
-		a->hugetlb_fallbacks += !c->hugetlb;
+		a->n.hugetlb_chunks += c->hugetlb;
+		a->n.hugetlb_fallbacks += !c->hugetlb;
 	}
 	a->chunks[a->nchunks++] = c;
 	return 0;
@@ -115,111 +84,72 @@ int hz_arena_grow(struct hz_arena *a)
 	return r;
 }
 
-/* A run of npages in a's chunks, first fit (lock held); NULL when none.
- * Away from the zeroer's piece where another run in memory fits: then no
- * thread waits for it (background.h). */
-static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t *clean_before)
+size_t hz_arena_clean_bytes(const struct hz_arena *a)
 {
-	for (int avoid = 1; avoid >= 0; avoid--)
-		for (unsigned i = 0; i < a->nchunks; i++) {
-			void *p;
-			struct hz_chunk *c = a->chunks[i];
-			*clean_before = c->clean_free;
-			if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, avoid))) {
-				*cp = c;
-				return p;
-			}
-		}
-	return NULL;
+	size_t pages = 0;
+	for (unsigned k = 0; k < a->nchunks; k++)
+		pages += a->chunks[k]->clean_free;
+	return pages << HZ_PAGE_SHIFT;
 }
 
-/* A run of npages in a, a new chunk mapped when none has room and grow
- * is set; NULL when none. */
-static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow)
+size_t hz_arena_free_bytes(const struct hz_arena *a)
 {
-	struct hz_chunk *c = NULL;
-	size_t clean_before = 0;
-	pthread_mutex_lock(&a->lock);
-	void *p = fit(a, npages, &c, &clean_before);
-	if (!p && grow) {
-		pthread_mutex_unlock(&a->lock);
-		hz_arena_grow(a);
+	size_t pages = 0;
+	for (unsigned k = 0; k < a->nchunks; k++)
+		pages += a->chunks[k]->dirty_free + a->chunks[k]->clean_free;
+	return (pages << HZ_PAGE_SHIFT) + a->cached;
+}
+
+size_t hz_arenas_sum(size_t (*bytes)(const struct hz_arena *a))
+{
+	size_t sum = 0;
+	for (int i = 0; i < HZ_ARENAS; i++) {
+		struct hz_arena *a = &hz_arenas[i];
 		pthread_mutex_lock(&a->lock);
-		p = fit(a, npages, &c, &clean_before); /* another thread may have taken or added room */
+		sum += bytes(a);
+		pthread_mutex_unlock(&a->lock);
 	}
-	struct hz_zero_plan plan;
-	if (p) {
-		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
-		size_t fresh = c->taken_fresh << HZ_PAGE_SHIFT;
-		/* The reserve (chunk pages) refills up to what chunks handed out
-		 * not in memory; an arena's first block says nothing of what
-		 * comes next (a program that recycles it wants no reserve). */
-		if (a->nalloc)
-			a->missed += fresh;
-		if (fresh || c->clean_free != clean_before)
-			hz_zeroer_want = 1;
-		hz_zeroer_collide(a, c, i, i + npages, NULL);
-		if (zero) {
-			hz_chunk_zero_plan(c, p, &plan);
-			a->known_zero += plan.known_zero;
-			a->cleared_caller += (npages << HZ_PAGE_SHIFT) - plan.known_zero;
-		}
-		hz_chunk_mark_dirty(c, p); /* the program writes it from now on */
-		a->allocated += npages << HZ_PAGE_SHIFT;
-		hz_arena_count_alloc(a, npages << HZ_PAGE_SHIFT, fresh, zero);
-	}
-	pthread_mutex_unlock(&a->lock);
-	if (p && zero) /* outside the lock: the block is ours alone */
-		hz_chunk_zero_runs(c, &plan, p);
-	return p;
+	return sum;
 }
 
-void *hz_arena_alloc(size_t npages, int zero)
+void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
 {
-	struct hz_arena *home = hz_arena_of_thread();
-	void *p = alloc_in(home, npages, zero, 1);
-	/* No chunk could be mapped: room in the other arenas' chunks. */
-	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(&hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS], npages, zero, 0);
-	return p;
-}
-
-size_t hz_arena_usable(struct hz_chunk *c, const void *p)
-{
-	struct hz_arena *a = hz_arena_of_chunk(c);
-	pthread_mutex_lock(&a->lock);
-	size_t n = hz_chunk_block_pages(c, p);
-	pthread_mutex_unlock(&a->lock);
-	return n << HZ_PAGE_SHIFT;
-}
-
-int hz_arena_free(struct hz_chunk *c, void *p)
-{
-	struct hz_arena *a = hz_arena_of_chunk(c);
-	pthread_mutex_lock(&a->lock);
-	size_t n = hz_chunk_free(c, p);
-	if (n) {
-		a->nfree++;
-		c->freed = ++a->frees;
-		a->allocated -= n << HZ_PAGE_SHIFT;
-		hz_arena_bound(a);
+	a->n.nalloc++;
+	if (fresh)
+		a->n.reserve_misses++;
+	else
+		a->n.reserve_hits++;
+	if (zero) {
+		a->n.ncalloc++;
+		a->n.calloc_bytes += bytes;
 	}
-	pthread_mutex_unlock(&a->lock);
-	return n ? 0 : -1;
 }
 
-int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
+size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes)
 {
-	struct hz_arena *a = hz_arena_of_chunk(c);
-	size_t np = hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT;
-	pthread_mutex_lock(&a->lock);
-	int ok = hz_chunk_resize(c, p, np) == 0;
-	if (ok) {
-		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
-		if (np << HZ_PAGE_SHIFT > old) /* the pages taken after it */
-			hz_zeroer_collide(a, c, i + (old >> HZ_PAGE_SHIFT), i + np, NULL);
-		a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
+	if (r->ranges) {
+		a->n.purges++;
+		a->n.purge_ranges += r->ranges;
+		a->n.purge_syscalls += r->syscalls;
+		a->n.purge_fallbacks += r->fallbacks;
 	}
-	pthread_mutex_unlock(&a->lock);
-	return ok ? 0 : -1;
+	a->n.purged += bytes;
+	return bytes;
+}
+
+void hz_arena_collide(struct hz_arena *a, const struct hz_chunk *c, size_t lo, size_t hi,
+		      const struct hz_huge *h)
+{
+	if (hz_likely(!hz_claim_collide(a, c, lo, hi, h)))
+		return;
+	/* Claims made meanwhile are of free pages and cached blocks: never
+	 * of this memory again. */
+	while (hz_claim_overlaps(a, c, lo, hi, h))
+		pthread_cond_wait(&a->claim_done, &a->lock);
+}
+
+void hz_arena_quiesce(struct hz_arena *a)
+{
+	while (hz_claim_busy(a))
+		pthread_cond_wait(&a->claim_done, &a->lock);
 }

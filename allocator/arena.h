@@ -1,9 +1,9 @@
-/* Arenas: each a lock, the chunks it owns, its cache of free huge blocks
- * and its counters. A thread keeps to one arena, so threads allocating at
- * once are not serialised on one lock. Blocks up to HZ_LARGE_MAX are page
- * runs in the arena's chunks (chunk.h); larger ones huge blocks (huge.h).
- * Lock order everywhere: an arena, then the descriptor pool, then the
- * registry. */
+/* allocator/arena.h: arenas, each a lock, the chunks it owns, its cache
+ * of free huge blocks and its counters. A thread keeps to one arena, so
+ * threads allocating at once are not serialised on one lock. The blocks
+ * in chunks are run.h's, the huge blocks huge_cache.h's, what is released
+ * budget.h's. Calls claim.h, chunk.h, registry.h and the OS. The lock
+ * order, for every lock of the allocator: fork.h. */
 #ifndef HZ_ARENA_H
 #define HZ_ARENA_H
 
@@ -11,94 +11,77 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../arch/common.h"
 #include "chunk.h"
-#include "prim.h"
+#include "claim.h"
+#include "layout.h"
 
 #pragma GCC visibility push(hidden)
 
-#define HZ_ARENAS 4
-/* The largest block a chunk serves; larger ones are huge blocks. */
-#define HZ_LARGE_MAX (HZ_CHUNK_SIZE / 2)
-
-struct hz_huge;
-
-struct hz_arena {
-	pthread_mutex_t lock;
-	pthread_cond_t zeroer_done; /* a piece of the zeroer's ended (background.h) */
-	unsigned nchunks, cap;     /* no fixed cap: the array grows while the kernel maps chunks */
-	struct hz_chunk **chunks;  /* mapped, doubled when full */
-	size_t allocated, known_zero;
-	struct hz_huge *cache; /* free huge blocks, most recently freed first */
-	size_t cached;         /* their mapped bytes */
-	uint64_t dirty_since;  /* when free dirty memory last appeared; 0: none */
-	uint64_t frees;        /* a clock: blocks and chunks remember it when freed */
-	size_t missed;         /* bytes handed out that were not in memory, since the last decay:
-				* the reserve refills up to this much (and HUGEZERO_RESERVE) */
-	/* Counters. */
-	size_t purged;
+/* An arena's counters, for reports; a forked child's start from zero. */
+struct hz_arena_counters {
+	size_t known_zero, purged;
 	uint64_t purges, purge_ranges, purge_syscalls, purge_fallbacks;
 	uint64_t nalloc, ncalloc, calloc_bytes, nfree;
 	uint64_t hugetlb_chunks, hugetlb_fallbacks;
-	uint64_t cleared_caller;                 /* bytes calloc cleared on the caller's thread */
-	uint64_t reserve_hits, reserve_misses;   /* blocks handed out all in memory, or not */
+	uint64_t cleared_caller;               /* bytes calloc cleared on the caller's thread */
+	uint64_t reserve_hits, reserve_misses; /* blocks handed out all in memory, or not */
+};
+
+struct hz_arena {
+	pthread_mutex_t lock;
+	pthread_cond_t claim_done; /* a claim in this arena ended (claim.h) */
+	unsigned nchunks, cap;     /* no fixed cap: the array grows while the kernel maps chunks */
+	struct hz_chunk **chunks;  /* mapped, doubled when full */
+	size_t allocated;          /* bytes of live blocks */
+	struct hz_huge *cache;     /* free huge blocks, most recently freed first */
+	size_t cached;             /* their mapped bytes */
+	uint64_t dirty_since;      /* when free dirty memory last appeared; 0: none */
+	uint64_t frees;            /* a clock: blocks and chunks remember it when freed */
+	size_t missed;             /* bytes handed out that were not in memory, since the last decay:
+				    * the reserve refills up to this much (budget.h) */
+	struct hz_arena_counters n;
 };
 
 extern struct hz_arena hz_arenas[HZ_ARENAS];
 /* Whether chunks come from the hugetlb pool (MAP_HUGETLB) when it can give
- * them; otherwise, and for huge blocks, transparent huge pages. Set once
- * by hz_large_setup. */
+ * them; otherwise transparent huge pages. Set once at setup. */
 extern int hz_hugetlb;
 
 /* The calling thread's arena. */
 struct hz_arena *hz_arena_of_thread(void);
-static inline struct hz_arena *hz_arena_of_chunk(const struct hz_chunk *c)
+static inline struct hz_arena *hz_arena_of(unsigned owner)
 {
-	return &hz_arenas[c->owner];
+	return &hz_arenas[owner];
 }
 
-/* A block handed out (lock held): counted, with zero set as calloc's;
- * fresh of its bytes were not in memory. */
-void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
 /* A new chunk for a, mapped and registered without the lock (mapping it,
  * and timing its first huge page, may take milliseconds); then added
  * under it. 0, or -1 when memory or address space is out. */
 int hz_arena_grow(struct hz_arena *a);
+
+/* The arena's free bytes in memory (lock held): dirty chunk pages, clean
+ * ones (the reserve) and cached huge blocks. */
+size_t hz_arena_free_bytes(const struct hz_arena *a);
+/* Its free clean chunk pages, in bytes (lock held): its share of the
+ * reserve. */
+size_t hz_arena_clean_bytes(const struct hz_arena *a);
+
+/* The sum of bytes(a) over every arena, each under its lock. */
+size_t hz_arenas_sum(size_t (*bytes)(const struct hz_arena *a));
+
+/* A block handed out (lock held): counted, with zero set as calloc's;
+ * fresh of its bytes were not in memory. */
+void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
 /* One batched release of bytes, counted (lock held); returns bytes. */
 size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes);
 
-/* ---- blocks in chunks (arena.c) ---- */
-
-/* A run of npages pages in the calling thread's arena, a new chunk mapped
- * when none has room; where no chunk can be mapped (an address-space
- * limit), a run in another arena's chunks. With zero set its bytes read
- * as zero, cleared only where pages were dirty, outside the lock. NULL
- * when no arena has room and no chunk can be mapped. */
-void *hz_arena_alloc(size_t npages, int zero);
-/* The length in bytes of the live block at p in chunk c, or 0. */
-size_t hz_arena_usable(struct hz_chunk *c, const void *p);
-/* Frees the live block at p in chunk c: 0, or -1 when p is not one. */
-int hz_arena_free(struct hz_chunk *c, void *p);
-/* Resizes the live block at p in chunk c (old bytes) to size bytes in
- * place: 0, or -1 when the pages after it are not free. */
-int hz_arena_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
-
-/* ---- the dirty budget (purge.c) ---- */
-
-/* Free dirty memory an arena keeps for reuse (chunk pages and cached huge
- * blocks alike), and how long. Set once by hz_large_setup. */
-extern size_t hz_dirty_max;
-extern uint64_t hz_dirty_decay_ns;
-/* The arena's free bytes in memory (lock held): dirty chunk pages, clean
- * ones (the reserve) and cached huge blocks. */
-size_t hz_arena_dirty(const struct hz_arena *a);
-/* After a free (lock held): over hz_dirty_max, or kept longer than
- * hz_dirty_decay_ns, free dirty memory goes back to the kernel, least
- * recently freed first. */
-void hz_arena_bound(struct hz_arena *a);
-/* Releases all the arena's free dirty memory, partial huge pages included,
- * and unmaps every cached huge block (lock held); returns the bytes. */
-size_t hz_arena_trim(struct hz_arena *a);
+/* Before memory of a (lock held) is handed out or unmapped: chunk c's
+ * pages [lo, hi), or with c NULL the cached block h. An overlapping claim
+ * is marked taken and, for a clear, waited for (claim.h). */
+void hz_arena_collide(struct hz_arena *a, const struct hz_chunk *c, size_t lo, size_t hi,
+		      const struct hz_huge *h);
+/* Waits until no piece of a is claimed (lock held; trim). */
+void hz_arena_quiesce(struct hz_arena *a);
 
 #pragma GCC visibility pop
 

@@ -1,34 +1,22 @@
-/* allocator/chunk.h: page runs inside one hugepage chunk, and what each
- * page holds. A chunk is HZ_CHUNK_SIZE bytes of address space, aligned to
- * its size, asked for transparent huge pages. It hands out runs of pages
- * first-fit, coalesces them when freed, and knows what every free page
- * holds: dirty (may hold non-zero bytes), clean (in memory and zero: the
- * background zeroer cleared or populated it, background.h), or neither
- * (fresh from mmap, or released with MADV_DONTNEED: zero, not in memory).
- * A page of a live block is dirty. calloc clears only the dirty runs of a
- * block, and a purge releases only whole 2 MiB blocks of free pages,
- * never splitting a huge page.
- *
- * Not thread-safe: the caller holds the chunk's arena lock. */
+/* allocator/chunk.h: page runs inside one 64 MiB hugepage chunk, and
+ * what each page holds. First-fit runs, coalesced when freed; every free
+ * page is dirty (may hold non-zero bytes), clean (in memory and zero: the
+ * zeroer cleared or populated it), or neither (fresh, or released: zero,
+ * not in memory). A page of a live block is dirty. calloc clears only the
+ * dirty runs of a block. Calls fresh.h (its mapping), obs/counters.h (its
+ * clears) and the OS. Not thread-safe: the caller holds the chunk's arena
+ * lock. */
 #ifndef HZ_CHUNK_H
 #define HZ_CHUNK_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "prim.h"
+#include "../os/os.h"
+#include "layout.h"
+#include "registry.h"
 
 #pragma GCC visibility push(hidden)
-
-/* 4 KiB pages and 2 MiB huge pages (x86-64, and arm64 with 4 KiB pages);
- * the allocator checks hz_page_size against HZ_PAGE before using chunks. */
-#define HZ_CHUNK_SHIFT 26 /* 64 MiB */
-#define HZ_CHUNK_SIZE ((size_t)1 << HZ_CHUNK_SHIFT)
-#define HZ_PAGE_SHIFT 12
-#define HZ_PAGE ((size_t)1 << HZ_PAGE_SHIFT)
-#define HZ_CHUNK_PAGES (HZ_CHUNK_SIZE >> HZ_PAGE_SHIFT)
-#define HZ_HUGE_PAGES (HZ_HUGE_SIZE >> HZ_PAGE_SHIFT)
-#define HZ_CHUNK_WORDS (HZ_CHUNK_PAGES / 64)
 
 struct hz_chunk {
 	unsigned char *base;              /* HZ_CHUNK_SIZE bytes, aligned */
@@ -36,11 +24,11 @@ struct hz_chunk {
 	size_t dirty_free;                /* pages free and dirty */
 	size_t clean_free;                /* pages free and clean; with dirty_free, what a purge could release */
 	size_t taken_fresh;               /* pages of the last run handed out that were neither (not in memory) */
-	uint32_t busy_lo, busy_hi;        /* free pages the zeroer works on (background.h): no purge there */
+	uint32_t busy_lo, busy_hi;        /* free pages the zeroer has claimed (claim.h): no purge there */
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
 	uint64_t freed;                   /* when a block was last freed here (its arena's clock) */
-	int tried;                        /* the dirty budget's pass has purged it (purge.c) */
+	int tried;                        /* the dirty budget's pass has purged it (budget.c) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t clean[HZ_CHUNK_WORDS];   /* page is free, in memory and zero */
@@ -49,11 +37,17 @@ struct hz_chunk {
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
 };
 
-/* Maps a chunk's memory (fresh: every page known zero) and initialises c:
- * with hugetlb set, from the hugetlb pool if it can give 32 pages
- * (c->hugetlb then 1), otherwise transparent huge pages. Returns 0, or
- * ENOMEM (errno unchanged). */
+/* Maps a chunk's memory (hz_fresh_map: every page known zero) and
+ * initialises c: with hugetlb set, from the hugetlb pool if it can give
+ * 32 pages (c->hugetlb then 1). Returns 0, or ENOMEM (errno unchanged). */
 int hz_chunk_init(struct hz_chunk *c, int hugetlb);
+/* The chunk holding p, or NULL when no chunk does (a huge block is not
+ * in a chunk): no lock. */
+static inline struct hz_chunk *hz_chunk_of(const void *p)
+{
+	uintptr_t e = hz_reg_get(p);
+	return e & HZ_REG_HUGE ? NULL : (struct hz_chunk *)e;
+}
 /* Unmaps the chunk's memory. */
 void hz_chunk_destroy(struct hz_chunk *c);
 
@@ -63,8 +57,8 @@ void hz_chunk_destroy(struct hz_chunk *c);
  * those that were not in memory. */
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages);
 /* The same, with avoid_busy set a run all in memory (dirty or clean)
- * that never overlaps the pages the zeroer works on (background.h): NULL
- * when there is none. */
+ * that never overlaps the pages the zeroer has claimed (busy_lo, busy_hi):
+ * NULL when there is none. */
 void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy);
 /* The length in pages of the live block starting at p, or 0 when p is not
  * the start of a live block of this chunk (a foreign pointer, or one freed
@@ -85,14 +79,6 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages);
  * it with MADV_DONTNEED for the kernel to fault zero pages back in. Set
  * once by hz_large_setup. */
 extern int hz_calloc_release;
-/* Whether chunks and huge blocks ask for transparent huge pages
- * (MADV_HUGEPAGE); without, they stay on small pages (where first faults
- * of huge pages are slow, as on some VMs). Set once by hz_large_setup. */
-extern int hz_thp;
-/* MADV_HUGEPAGE on [p, p+size), counted: mappings the kernel took the
- * advice for, and refused (THP disabled for the process or not built). */
-void hz_thp_advise(void *p, size_t size);
-extern uint64_t hz_thp_advised, hz_thp_refused;
 /* How calloc zeroes the dirty runs of a live block: decided under the
  * arena lock (hz_chunk_zero_plan, which only reads the chunk), carried out
  * after it (hz_chunk_zero_runs: the block is the caller's, and the chunk's
@@ -115,20 +101,12 @@ size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p);
  * will: a block handed out is dirty from then on). */
 void hz_chunk_mark_dirty(struct hz_chunk *c, void *p);
 
-/* Gathers the whole 2 MiB blocks of free, dirty pages into r (at most
- * max ranges, adjacent blocks merged into one range), releases them in one
- * batch and marks them known zero. With partial set it also releases the
- * free dirty pages outside whole blocks (malloc_trim). Returns the bytes
- * released; *res, if not NULL, receives what the batch did. */
-size_t hz_chunk_purge(struct hz_chunk *c, int partial, struct hz_release_result *res);
+/* Pages of the chunk that are free and in state (c->dirty or c->clean),
+ * counted from the bitmaps (c->dirty_free and c->clean_free keep the same
+ * figures as they change). */
+size_t hz_chunk_count_free(const struct hz_chunk *c, const uint64_t *state);
 
-/* Pages of the chunk that are free and dirty, counted from the bitmaps
- * (c->dirty_free keeps the same figure as it changes); and free and clean
- * (c->clean_free). */
-size_t hz_chunk_dirty_free_pages(const struct hz_chunk *c);
-size_t hz_chunk_clean_free_pages(const struct hz_chunk *c);
-
-/* ---- for the background zeroer (background.h), lock held ---- */
+/* ---- for the zeroer (claim.h, work.h), lock held ---- */
 
 /* The first run of free pages at or after page `from`, within one huge
  * page, that are dirty (want_dirty) or neither dirty nor clean; 0 and the
@@ -140,6 +118,12 @@ void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi);
  * process: left to calloc (a clear would only copy them), until taken or
  * released. */
 void hz_chunk_set_shared(struct hz_chunk *c, size_t lo, size_t hi);
+/* Free pages [lo, hi) are claimed by the zeroer ([0, 0): none). */
+static inline void hz_chunk_set_busy(struct hz_chunk *c, size_t lo, size_t hi)
+{
+	c->busy_lo = (uint32_t)lo;
+	c->busy_hi = (uint32_t)hi;
+}
 
 #pragma GCC visibility pop
 

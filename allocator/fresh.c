@@ -1,19 +1,89 @@
-/* Fresh memory's page size, measured (fresh.h). */
-#include "fresh.h"
-#include "chunk.h"
-#include "prim.h"
+/* Fresh memory: its place and its page size, measured (fresh.h). */
+#include <errno.h>
 
+#include "../arch/common.h"
+#include "../os/os.h"
+#include "fresh.h"
+#include "registry.h"
+
+int hz_thp;
 static enum hz_fresh_mode mode;
 static int huge = 1;                  /* the decision until the first measurement */
 static int probing;                   /* one measurement at a time */
 static uint64_t probed_at;            /* hz_os_now_ns of the last, 0 before */
 static int reporting = -1;            /* hz_os_free_page_reporting, once known */
-static uint64_t probes, samples, switches, huge_ns, small_ns, huge_maps, small_maps;
+static uint64_t probes, samples, switches, huge_ns, small_ns, huge_maps, small_maps, thp_advised,
+	thp_refused;
 
-void hz_fresh_setup(enum hz_fresh_mode m)
+void hz_fresh_setup(int thp, enum hz_fresh_mode m)
 {
+	hz_thp = thp;
 	mode = m;
 	huge = m != HZ_FRESH_SMALL;
+}
+
+/* ---- the place ---- */
+
+/* The next place to try, as an offset into the window: a bump pointer
+ * that wraps, starting at a random 64 MiB slot of the window's first
+ * quarter (the layout differs from process to process, as the kernel's
+ * own placement does). After a wrap, the places freed since are found
+ * again. */
+static uintptr_t cursor;
+/* Set once a mapping in the window worked: from then on ENOMEM there is
+ * memory or address space running out (an rlimit), which a mapping
+ * anywhere else, over-mapped for its alignment, could only make worse. */
+static int window_works;
+
+int hz_fresh_place(size_t size, int hugetlb, void **out)
+{
+	size_t step = hz_round_up(size, HZ_CHUNK_SIZE);
+	if (step && step <= HZ_REG_WINDOW / 4) {
+		uintptr_t expect = 0, start = (hz_os_random64() % (HZ_REG_WINDOW / 4 >> HZ_CHUNK_SHIFT))
+						<< HZ_CHUNK_SHIFT;
+		__atomic_compare_exchange_n(&cursor, &expect, start, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+		for (int tries = 0; tries < 16; tries++) {
+			uintptr_t off = __atomic_fetch_add(&cursor, step, __ATOMIC_RELAXED) & (HZ_REG_WINDOW - 1);
+			if (off + step > HZ_REG_WINDOW)
+				continue; /* across the end: the next one wraps */
+			void *at = (void *)(HZ_REG_WINDOW_LO + off);
+			int e = hz_os_map_at(at, size, hugetlb);
+			if (!e) {
+				__atomic_store_n(&window_works, 1, __ATOMIC_RELAXED);
+				*out = at;
+				return 0;
+			}
+			if (e != EEXIST && __atomic_load_n(&window_works, __ATOMIC_RELAXED))
+				return ENOMEM;
+			if (e != EEXIST)
+				break;
+		}
+	}
+	int e = hugetlb ? hz_os_map_hugetlb(size, HZ_CHUNK_SIZE, out)
+			: hz_os_map(size, HZ_CHUNK_SIZE, out);
+	if (e)
+		return ENOMEM;
+	if (!hz_reg_in_first_window(*out, size))
+		hz_reg_widen();
+	return 0;
+}
+
+/* ---- the page size ---- */
+
+/* MADV_HUGEPAGE, counted: mappings the kernel took the advice for, and
+ * refused (THP disabled for the process or not built). */
+static void advise_huge(void *p, size_t size)
+{
+	if (hz_os_hugepage(p, size))
+		__atomic_fetch_add(&thp_refused, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&thp_advised, 1, __ATOMIC_RELAXED);
+}
+
+void hz_fresh_advise_moved(void *p, size_t size)
+{
+	if (hz_thp)
+		advise_huge(p, size);
 }
 
 /* The first touch of fresh huge pages and of 2 MiB of fresh small pages;
@@ -75,7 +145,9 @@ int hz_fresh_decide(void)
 	return __atomic_load_n(&huge, __ATOMIC_RELAXED);
 }
 
-void hz_fresh_advise(void *p, size_t size)
+/* A new mapping, [p, p+size): advised for huge pages or for small ones,
+ * as last decided; with huge pages, its first one touched and timed. */
+static void advise_new(void *p, size_t size)
 {
 	if (!__atomic_load_n(&huge, __ATOMIC_RELAXED)) {
 		__atomic_fetch_add(&small_maps, 1, __ATOMIC_RELAXED);
@@ -83,7 +155,7 @@ void hz_fresh_advise(void *p, size_t size)
 		return;
 	}
 	__atomic_fetch_add(&huge_maps, 1, __ATOMIC_RELAXED);
-	hz_thp_advise(p, size);
+	advise_huge(p, size);
 	if (mode != HZ_FRESH_AUTO || size < HZ_HUGE_SIZE)
 		return;
 	/* A sample of every mapping's first huge page, which its first block
@@ -101,6 +173,20 @@ void hz_fresh_advise(void *p, size_t size)
 	}
 }
 
+int hz_fresh_map(size_t size, int *hugetlb, void **out)
+{
+	if (*hugetlb && !hz_fresh_place(size, 1, out))
+		return 0;
+	*hugetlb = 0;
+	if (hz_fresh_place(size, 0, out))
+		return ENOMEM;
+	/* THP may be unavailable (disabled for the process, or not built
+	 * in): the mapping then works on small pages. */
+	if (hz_thp)
+		advise_new(*out, size);
+	return 0;
+}
+
 void hz_fresh_stats(struct hz_fresh_stats *out)
 {
 	out->probes = __atomic_load_n(&probes, __ATOMIC_RELAXED);
@@ -110,6 +196,8 @@ void hz_fresh_stats(struct hz_fresh_stats *out)
 	out->small_ns = __atomic_load_n(&small_ns, __ATOMIC_RELAXED);
 	out->huge_maps = __atomic_load_n(&huge_maps, __ATOMIC_RELAXED);
 	out->small_maps = __atomic_load_n(&small_maps, __ATOMIC_RELAXED);
+	out->thp_advised = __atomic_load_n(&thp_advised, __ATOMIC_RELAXED);
+	out->thp_refused = __atomic_load_n(&thp_refused, __ATOMIC_RELAXED);
 	out->huge = __atomic_load_n(&huge, __ATOMIC_RELAXED);
 	out->reporting = __atomic_load_n(&reporting, __ATOMIC_RELAXED) > 0;
 }

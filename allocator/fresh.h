@@ -1,57 +1,58 @@
-/* Fresh memory: whether the arenas' new mappings ask for transparent huge
- * pages. Where free memory is backed, a huge page's first touch (one
- * fault, one clear of 2 MiB) costs a fraction of the 512 small faults it
- * replaces, and its TLB entry pays on every later access. On a VM whose
- * balloon reports free memory to the host, which discards it (free page
- * reporting; Firecracker-style microVMs, many clouds), a huge page is
- * taken from reported memory and its first touch waits for the host to
- * back all of it: 1-3.5 ms here, against 0.7-1 ms for 512 small faults,
- * which mostly reuse recently freed, still-backed pages. So it is
- * measured, in the process, at its first fresh mapping and again at the
- * first one 10 s after each measurement: two fresh huge pages and 2 MiB
- * of fresh small pages, touched and timed, then unmapped. Huge pages while
- * the huge page costs no more than the small ones; and while they are
- * chosen, the first huge page of every new mapping is touched and timed
- * too, and one dearer than the small pages measured turns them off until
- * the next measurement. Where the kernel reports free memory to its host
- * (hz_os_free_page_reporting), no such measurement can see how much
- * still-backed memory is left (the first huge pages, freed by a process
- * that has just exited, are cheap; the next ones are not): small pages.
- * HUGEZERO_FRESH forces either. */
+/* allocator/fresh.h: fresh memory for the arenas, in one place: where a
+ * new mapping goes (the window, registry.h), whether it asks for
+ * transparent huge pages or small ones (decided by measuring first
+ * touches, HUGEZERO_FRESH forcing either), and the counters of both.
+ * Calls registry.h and the OS only. Why huge pages are measured rather
+ * than assumed: docs/design.md, "Fresh memory". */
 #ifndef HZ_FRESH_H
 #define HZ_FRESH_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../arch/common.h"
+#pragma GCC visibility push(hidden)
 
 enum hz_fresh_mode { HZ_FRESH_AUTO, HZ_FRESH_HUGE, HZ_FRESH_SMALL };
 #define HZ_FRESH_REPROBE_NS ((uint64_t)10 * 1000000000u)
 
-/* The mode, once, at setup (before the first mapping). */
-HZ_HIDDEN void hz_fresh_setup(enum hz_fresh_mode mode);
-/* A new mapping of the arenas, [p, p+size): advised for huge pages or
- * for small ones, as last decided; with huge pages, its first one touched
- * and timed (no lock held: it may take milliseconds). Only called where
- * THP is wanted at all (HUGEZERO_THP). */
-HZ_HIDDEN void hz_fresh_advise(void *p, size_t size);
+/* Whether new mappings may ask for transparent huge pages at all
+ * (HUGEZERO_THP), and the mode; set once at setup, before any mapping. */
+extern int hz_thp;
+void hz_fresh_setup(int thp, enum hz_fresh_mode mode);
+
+/* Places size bytes of fresh memory aligned to HZ_CHUNK_SIZE, in the
+ * window where there is room, anywhere else (the window widened) where
+ * there is none; hugetlb as hz_os_map_hugetlb. No advice. 0, or ENOMEM
+ * (also at once where the window has worked and the kernel refuses size
+ * bytes: no over-mapped try elsewhere). */
+int hz_fresh_place(size_t size, int hugetlb, void **out);
+/* A new mapping of the arenas: with *hugetlb set, from the hugetlb pool
+ * when it can give size bytes (*hugetlb stays 1); otherwise placed
+ * (*hugetlb 0) and, with hz_thp, advised for huge or small pages as last
+ * decided, its first huge page then touched and timed (no lock held: it
+ * may take milliseconds). 0, or ENOMEM. */
+int hz_fresh_map(size_t size, int *hugetlb, void **out);
+/* MADV_HUGEPAGE on [p, p+size) with hz_thp, counted (a mapping moved by
+ * mremap keeps its pages). */
+void hz_fresh_advise_moved(void *p, size_t size);
 /* The decision for the next new mapping, 1 for huge pages, measuring
  * first when it is time to: before a large allocation, no lock held. */
-HZ_HIDDEN int hz_fresh_decide(void);
-/* Measures now (HUGEZERO_VERBOSE and hugezero info); 1 when huge pages
- * won. */
-HZ_HIDDEN int hz_fresh_probe(void);
+int hz_fresh_decide(void);
+/* Measures now (HUGEZERO_VERBOSE, hugezero info); 1 when huge pages won. */
+int hz_fresh_probe(void);
 
 struct hz_fresh_stats {
-	uint64_t probes;             /* measurements made */
-	uint64_t samples;            /* huge pages of new mappings timed */
-	uint64_t switches;           /* samples that turned huge pages off */
-	uint64_t huge_ns, small_ns;  /* the last first touches timed */
+	uint64_t probes;                /* measurements made */
+	uint64_t samples;               /* huge pages of new mappings timed */
+	uint64_t switches;              /* samples that turned huge pages off */
+	uint64_t huge_ns, small_ns;     /* the last first touches timed */
 	uint64_t huge_maps, small_maps; /* new mappings advised each way */
-	int huge;                    /* the current decision */
-	int reporting;               /* free page reporting seen */
+	uint64_t thp_advised, thp_refused; /* MADV_HUGEPAGE taken, refused */
+	int huge;                       /* the current decision */
+	int reporting;                  /* free page reporting seen */
 };
-HZ_HIDDEN void hz_fresh_stats(struct hz_fresh_stats *out);
+void hz_fresh_stats(struct hz_fresh_stats *out);
+
+#pragma GCC visibility pop
 
 #endif

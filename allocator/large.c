@@ -1,39 +1,17 @@
-/* The hugepage arenas' entry (large.h): each call goes to the blocks in
- * chunks (arena.c) or to the huge blocks (huge.c). */
+/* The hugepage arenas' entry (large.h). */
 #include <errno.h>
 #include <string.h>
 
-#include "background.h"
+#include "budget.h"
+#include "huge_cache.h"
 #include "large.h"
 #include "limits.h"
+#include "run.h"
+#include "zeroer.h"
 
 size_t hz_large_max = HZ_HUGE_MAX;
-/* As configured, before a cgroup's limit bounds them. */
-static size_t dirty_max_cfg, reserve_cfg;
 static uint64_t pressure_checks, pressure_releases, pressure_bytes, limit_read_at;
 static size_t limit_fitted; /* the cgroup limit the budget and reserve were fitted to */
-
-/* Where every mapping is charged in full (overcommit mode 2), what the
- * arenas keep free at most. */
-#define FITTED_DIRTY_MAX ((size_t)16 << 20)
-
-/* The dirty budget and the reserve within the cgroup's limit as it is. */
-static void fit_limit(void)
-{
-	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
-	limit_fitted = limit;
-	size_t dirty = dirty_max_cfg, reserve = reserve_cfg;
-	if (hz_huge_fitted) {
-		dirty = dirty < FITTED_DIRTY_MAX ? dirty : FITTED_DIRTY_MAX;
-		reserve = 0;
-	}
-	if (limit != HZ_LIMIT_NONE) {
-		dirty = dirty < limit / 8 ? dirty : limit / 8;
-		reserve = reserve < limit / 32 ? reserve : limit / 32;
-	}
-	__atomic_store_n(&hz_dirty_max, dirty, __ATOMIC_RELAXED);
-	__atomic_store_n(&hz_zeroer_reserve, reserve, __ATOMIC_RELAXED);
-}
 
 void hz_large_setup(const struct hz_large_cfg *cfg)
 {
@@ -41,28 +19,12 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	size_t most = hz_limits_max_block(HZ_REG_WINDOW / 4);
 	hz_large_max = most < HZ_HUGE_MAX ? most : HZ_HUGE_MAX;
 	hz_huge_fitted = hz_limits.overcommit == 2;
-	dirty_max_cfg = cfg->dirty_max;
-	reserve_cfg = cfg->reserve;
-	hz_dirty_decay_ns = cfg->dirty_decay_ms * 1000000u;
-	hz_thp = cfg->thp;
-	hz_fresh_setup(cfg->fresh);
+	hz_budget_setup(cfg->dirty_max, cfg->dirty_decay_ms, cfg->reserve);
+	hz_fresh_setup(cfg->thp, cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
 	hz_calloc_release = cfg->calloc_release;
 	hz_zeroer_enabled = cfg->background;
-	fit_limit();
-}
-
-/* The free memory every arena holds in memory (dirty, clean, cached). */
-static size_t held(void)
-{
-	size_t bytes = 0;
-	for (int i = 0; i < HZ_ARENAS; i++) {
-		struct hz_arena *a = &hz_arenas[i];
-		pthread_mutex_lock(&a->lock);
-		bytes += hz_arena_dirty(a);
-		pthread_mutex_unlock(&a->lock);
-	}
-	return bytes;
+	limit_fitted = hz_budget_fit();
 }
 
 /* In a memory cgroup: when its usage and size bytes more would come
@@ -76,10 +38,10 @@ static HZ_NOINLINE void relieve(size_t size)
 		__atomic_store_n(&limit_read_at, now, __ATOMIC_RELAXED);
 		hz_limits_refresh();
 		if (__atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED) != limit_fitted)
-			fit_limit();
+			limit_fitted = hz_budget_fit();
 	}
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
-	if (limit == HZ_LIMIT_NONE || !held())
+	if (limit == HZ_LIMIT_NONE || !hz_arenas_sum(hz_arena_free_bytes))
 		return;
 	size_t usage = hz_limits_usage();
 	__atomic_fetch_add(&pressure_checks, 1, __ATOMIC_RELAXED);
@@ -92,6 +54,7 @@ static HZ_NOINLINE void relieve(size_t size)
 void *hz_large_alloc(size_t size, int zero)
 {
 	void *p = NULL;
+	int refill = 0;
 	if (size > hz_large_max) {
 		errno = ENOMEM;
 		return NULL;
@@ -101,16 +64,15 @@ void *hz_large_alloc(size_t size, int zero)
 	if (hz_thp)
 		hz_fresh_decide(); /* a measurement when due, outside every lock */
 	if (size && size <= HZ_LARGE_MAX && !hz_huge_fitted)
-		p = hz_arena_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero);
+		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero, &refill);
 	/* Larger blocks, and those no chunk could be mapped for (an
 	 * address-space limit): a mapping of their own. */
 	if (!p && size)
-		p = hz_huge_alloc(size, zero);
+		p = hz_huge_cache_alloc(size, zero, &refill);
 	if (!p) {
 		errno = ENOMEM;
 	} else if (hz_zeroer_enabled) {
-		hz_zeroer_kick(zero, hz_zeroer_want); /* the reserve to refill */
-		hz_zeroer_want = 0;
+		hz_zeroer_kick(zero, refill); /* the reserve to refill */
 	}
 	return p;
 }
@@ -119,16 +81,16 @@ size_t hz_large_usable(const void *p)
 {
 	struct hz_huge *h = hz_huge_at(p);
 	if (h)
-		return hz_huge_usable(h);
-	struct hz_chunk *c = hz_reg_chunk(p);
-	return c ? hz_arena_usable(c, p) : 0;
+		return hz_huge_cache_usable(h);
+	struct hz_chunk *c = hz_chunk_of(p);
+	return c ? hz_run_usable(c, p) : 0;
 }
 
 int hz_large_free(void *p)
 {
 	struct hz_huge *h = hz_huge_at(p);
-	struct hz_chunk *c = h ? NULL : hz_reg_chunk(p);
-	int r = h ? hz_huge_free(h) : c ? hz_arena_free(c, p) : -1;
+	struct hz_chunk *c = h ? NULL : hz_chunk_of(p);
+	int r = h ? hz_huge_cache_free(h) : c ? hz_run_free(c, p) : -1;
 	if (!r)
 		hz_zeroer_kick(1, 1); /* dirty memory to clear */
 	return r;
@@ -138,12 +100,12 @@ int hz_large_free(void *p)
  * within its mapping. 0 when done. */
 static int resize_in_place(void *p, size_t old, size_t size)
 {
-	struct hz_chunk *c = hz_reg_chunk(p);
+	struct hz_chunk *c = hz_chunk_of(p);
 	if (c && size <= HZ_LARGE_MAX)
-		return hz_arena_resize(c, p, old, size);
+		return hz_run_resize(c, p, old, size);
 	struct hz_huge *h = hz_huge_at(p);
 	if (h && size > HZ_LARGE_MAX)
-		return hz_huge_resize(h, size);
+		return hz_huge_cache_resize(h, size);
 	return -1;
 }
 
@@ -169,7 +131,7 @@ void *hz_large_realloc(void *p, size_t size)
 	if (!resize_in_place(p, old, size))
 		return p;
 	struct hz_huge *h = hz_huge_at(p);
-	void *q = h && size > HZ_LARGE_MAX ? hz_huge_move(h, size) : NULL;
+	void *q = h && size > HZ_LARGE_MAX ? hz_huge_cache_move(h, size) : NULL;
 	if (q)
 		return q;
 	/* A new block, the bytes copied. */
@@ -186,7 +148,7 @@ size_t hz_large_trim(void)
 	for (int i = 0; i < HZ_ARENAS; i++) {
 		struct hz_arena *a = &hz_arenas[i];
 		pthread_mutex_lock(&a->lock);
-		bytes += hz_arena_trim(a);
+		bytes += hz_budget_trim(a);
 		pthread_mutex_unlock(&a->lock);
 	}
 	return bytes;
@@ -200,32 +162,33 @@ void hz_large_stats(struct hz_large_stats *out)
 		pthread_mutex_lock(&a->lock);
 		out->chunks += a->nchunks;
 		out->allocated_bytes += a->allocated;
-		out->calloc_bytes_known_zero += a->known_zero;
+		out->calloc_bytes_known_zero += a->n.known_zero;
 		out->huge_cached_bytes += a->cached;
-		out->dirty_free_bytes += hz_arena_dirty(a);
-		out->purged_bytes += a->purged;
-		out->purges += a->purges;
-		out->allocs += a->nalloc;
-		out->callocs += a->ncalloc;
-		out->calloc_bytes += a->calloc_bytes;
-		out->frees += a->nfree;
-		out->purge_ranges += a->purge_ranges;
-		out->purge_syscalls += a->purge_syscalls;
-		out->purge_fallbacks += a->purge_fallbacks;
-		out->hugetlb_chunks += a->hugetlb_chunks;
-		out->hugetlb_fallbacks += a->hugetlb_fallbacks;
-		out->cleared_caller += a->cleared_caller;
-		out->reserve_hits += a->reserve_hits;
-		out->reserve_misses += a->reserve_misses;
-		for (unsigned k = 0; k < a->nchunks; k++)
-			out->reserve_bytes += a->chunks[k]->clean_free << HZ_PAGE_SHIFT;
+		out->dirty_free_bytes += hz_arena_free_bytes(a);
+		out->purged_bytes += a->n.purged;
+		out->purges += a->n.purges;
+		out->allocs += a->n.nalloc;
+		out->callocs += a->n.ncalloc;
+		out->calloc_bytes += a->n.calloc_bytes;
+		out->frees += a->n.nfree;
+		out->purge_ranges += a->n.purge_ranges;
+		out->purge_syscalls += a->n.purge_syscalls;
+		out->purge_fallbacks += a->n.purge_fallbacks;
+		out->hugetlb_chunks += a->n.hugetlb_chunks;
+		out->hugetlb_fallbacks += a->n.hugetlb_fallbacks;
+		out->cleared_caller += a->n.cleared_caller;
+		out->reserve_hits += a->n.reserve_hits;
+		out->reserve_misses += a->n.reserve_misses;
+		out->reserve_bytes += hz_arena_clean_bytes(a);
 		pthread_mutex_unlock(&a->lock);
 	}
 	out->pressure_checks = __atomic_load_n(&pressure_checks, __ATOMIC_RELAXED);
 	out->pressure_releases = __atomic_load_n(&pressure_releases, __ATOMIC_RELAXED);
 	out->pressure_bytes = __atomic_load_n(&pressure_bytes, __ATOMIC_RELAXED);
-	out->thp_advised = __atomic_load_n(&hz_thp_advised, __ATOMIC_RELAXED);
-	out->thp_refused = __atomic_load_n(&hz_thp_refused, __ATOMIC_RELAXED);
+	struct hz_fresh_stats f;
+	hz_fresh_stats(&f);
+	out->thp_advised = f.thp_advised;
+	out->thp_refused = f.thp_refused;
 }
 
 void hz_large_counters(hz_counter_fn fn, void *arg)
@@ -257,7 +220,7 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
 	fn(arg, "limits.cgroup_bytes", limit == HZ_LIMIT_NONE ? 0 : limit, 1); /* 0: none */
 	fn(arg, "limits.dirty_max_bytes", __atomic_load_n(&hz_dirty_max, __ATOMIC_RELAXED), 1);
-	fn(arg, "limits.reserve_max_bytes", __atomic_load_n(&hz_zeroer_reserve, __ATOMIC_RELAXED), 1);
+	fn(arg, "limits.reserve_max_bytes", __atomic_load_n(&hz_reserve_max, __ATOMIC_RELAXED), 1);
 	fn(arg, "limits.largest_block_bytes", hz_large_max, 1);
 	fn(arg, "limits.pressure_checks", s.pressure_checks, 0);
 	fn(arg, "limits.pressure_releases", s.pressure_releases, 0);

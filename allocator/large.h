@@ -1,25 +1,11 @@
-/* allocator/: the memory allocator below the exported malloc family. It
- * owns where a block goes and the small blocks' glue to the embedded
- * jemalloc (small.h; small.c is linked only where jemalloc is, in the
- * library), and the hugepage arenas for large blocks, which this header
- * is the entry to:
- *
- *   chunk.h     page runs in a 64 MiB chunk and which pages are known zero
- *   registry.h  address to chunk or huge block, lock-free
- *   arena.h     arenas: locks, chunks, blocks in chunks, counters
- *   huge.h      blocks too large for a chunk: own mappings, cached
- *   purge.c     the dirty budget: what goes back to the kernel, and when
- *   limits.h    what the kernel lets the process use: memory, rlimits,
- *               the memory cgroup's limit and usage
- *   background.h  the background zeroer: freed memory pre-cleared, a
- *               reserve of fresh pages in memory, off the program's thread
- *   fork.c      fork, for the whole room: its locks in one order
- *   prim.h      the OS primitives: the library's one contract with the
- *               operating system, the floor every room stands on
- *
- * It uses the engine (arch/) to clear, through obs/counters.h, which
- * counts the clears; it knows nothing of the exported ABI or of options:
- * hz_large_setup gives it its configuration. */
+/* allocator/large.h: the hugepage arenas' entry, the one the exported
+ * ABI calls for large blocks: routes each call to the blocks in chunks
+ * (run.h) or to the huge blocks (huge_cache.h), applies the limits
+ * (limits.h: the largest block, a memory cgroup's pressure relieved) and
+ * kicks the zeroer with what the call left it to do. Configured by
+ * hz_large_setup; knows nothing of the exported ABI or of options. The
+ * allocator's rooms, bottom-up, and what each may call: README.md,
+ * Layout. */
 #ifndef HZ_LARGE_H
 #define HZ_LARGE_H
 
@@ -29,6 +15,7 @@
 #include "../obs/obs.h"
 #include "fresh.h"
 #include "huge.h"
+#include "layout.h"
 #include "registry.h"
 
 #pragma GCC visibility push(hidden)
@@ -40,7 +27,7 @@ struct hz_large_cfg {
 	enum hz_fresh_mode fresh; /* and for fresh memory, when (fresh.h) */
 	int hugetlb;             /* chunks from the hugetlb pool when it can */
 	int calloc_release;      /* calloc releases dirty runs instead of clearing them */
-	int background;          /* the background zeroer may run (background.h) */
+	int background;          /* the background zeroer may run (zeroer.h) */
 	size_t reserve;          /* and keeps this many bytes of clean pages */
 };
 /* Configures the arenas; at the first allocation, before any block. The
@@ -80,6 +67,15 @@ void *hz_large_realloc(void *p, size_t size);
  * (jemalloc's xallocx); returns its usable size after, or 0 when p is not
  * a live block. */
 size_t hz_large_resize(void *p, size_t size);
+/* Whether p lies in memory of the arenas (a chunk or a huge block): no
+ * lock. Memory outside is someone else's. */
+static inline int hz_large_owns(const void *p)
+{
+	uintptr_t e = hz_reg_get(p);
+	if (!(e & HZ_REG_HUGE)) /* none, or a chunk, which fills its slot */
+		return e != 0;
+	return hz_huge_holds(p, e);
+}
 /* The usable size hz_large_alloc(size) gives (whole pages), or 0 when size
  * is out of range. */
 static inline size_t hz_large_good_size(size_t size)
@@ -91,13 +87,6 @@ static inline size_t hz_large_good_size(size_t size)
  * included, and unmaps every cached huge block (malloc_trim); returns the
  * bytes released. */
 size_t hz_large_trim(void);
-
-/* fork, for the whole allocator (fork.c): called by the library's one
- * set of fork handlers, never registered here. The prepare takes every
- * lock of the allocator; parent and child release them. */
-void hz_large_fork_prepare(void);
-void hz_large_fork_parent(void);
-void hz_large_fork_child(void);
 
 /* The arenas' figures, for tests and reports. */
 struct hz_large_stats {

@@ -2,7 +2,7 @@
 #include <string.h>
 
 #include "limits.h"
-#include "prim.h"
+#include "../os/os.h"
 
 struct hz_limits hz_limits = {.overcommit = 0, .as = HZ_LIMIT_NONE, .data = HZ_LIMIT_NONE,
 			      .cgroup = HZ_LIMIT_NONE};

@@ -1,102 +1,88 @@
-/* The dirty budget (arena.h): how much free dirty memory an arena keeps,
- * for how long, and what goes back to the kernel first. A buffer freed
- * and reused all the time stays; memory left alone goes. Whole free 2 MiB
- * blocks go in one batch a chunk, never splitting a huge page; partial
- * ones stay until malloc_trim. */
-#include "arena.h"
-#include "background.h"
-#include "huge.h"
+/* Whole free 2 MiB blocks of a chunk released in batches (purge.h). */
+#include "bitmap.h"
+#include "purge.h"
 
-size_t hz_dirty_max;
-uint64_t hz_dirty_decay_ns;
+/* The batch being gathered: ranges in page indices, flushed when full
+ * (a chunk has 32 huge pages, so whole-block purges take one batch). */
+#define GATHER 128
+struct gather {
+	struct hz_chunk *c;
+	struct hz_range r[GATHER];
+	size_t lo[GATHER], hi[GATHER];
+	size_t n, bytes;
+	struct hz_release_result total;
+};
 
-size_t hz_arena_dirty(const struct hz_arena *a)
+static void flush(struct gather *g)
 {
-	size_t pages = 0;
-	for (unsigned k = 0; k < a->nchunks; k++)
-		pages += a->chunks[k]->dirty_free + a->chunks[k]->clean_free;
-	return (pages << HZ_PAGE_SHIFT) + a->cached;
+	if (!g->n)
+		return;
+	struct hz_release_result res;
+	hz_os_release_batch(g->r, g->n, &res);
+	g->total.ranges += res.ranges;
+	g->total.bytes += res.bytes;
+	g->total.syscalls += res.syscalls;
+	g->total.fallbacks |= res.fallbacks;
+	if (res.error) {
+		/* Which range failed is unknown: keep them all dirty. */
+		if (!g->total.error)
+			g->total.error = res.error;
+	} else {
+		for (size_t k = 0; k < g->n; k++) {
+			g->c->dirty_free -= hz_bits_count(g->c->dirty, g->lo[k], g->hi[k]);
+			g->c->clean_free -= hz_bits_count(g->c->clean, g->lo[k], g->hi[k]);
+			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
+			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
+			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);
+		}
+		g->bytes += res.bytes;
+	}
+	g->n = 0;
 }
 
-/* The cache's least recently freed block the zeroer is not working on;
- * NULL when there is none. */
-static struct hz_huge **oldest_cached(struct hz_arena *a)
+/* Adds pages [i, j), merged with the previous range when adjacent. */
+static void add(struct gather *g, size_t i, size_t j)
 {
-	struct hz_huge **hp = NULL;
-	for (struct hz_huge **pp = &a->cache; *pp; pp = &(*pp)->next)
-		if (!hz_zeroer_claims(*pp))
-			hp = pp;
-	return hp;
+	if (g->n && g->hi[g->n - 1] == i) {
+		g->hi[g->n - 1] = j;
+		g->r[g->n - 1].len = (j - g->lo[g->n - 1]) << HZ_PAGE_SHIFT;
+		return;
+	}
+	if (g->n == GATHER)
+		flush(g);
+	g->lo[g->n] = i;
+	g->hi[g->n] = j;
+	g->r[g->n] = (struct hz_range){g->c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT};
+	g->n++;
 }
 
-/* Unmaps the cached block *hp, counted. */
-static size_t evict(struct hz_arena *a, struct hz_huge **hp)
+size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_release_result *res)
 {
-	struct hz_huge *h = *hp;
-	size_t bytes = h->mapped;
-	*hp = h->next;
-	a->cached -= bytes;
-	a->purged += bytes;
-	hz_huge_destroy(h);
-	return bytes;
-}
-
-/* Releases a's free dirty memory, least recently freed first, whether a
- * cached huge block (unmapped) or a chunk's whole free 2 MiB blocks (one
- * batch): all of it, or while over budget. */
-static void release_oldest(struct hz_arena *a, int all)
-{
-	for (unsigned k = 0; k < a->nchunks; k++)
-		a->chunks[k]->tried = 0;
-	while (all || hz_arena_dirty(a) > hz_dirty_max) {
-		struct hz_huge **hp = oldest_cached(a);
-		struct hz_chunk *c = NULL;
-		for (unsigned k = 0; k < a->nchunks; k++)
-			if (!a->chunks[k]->tried && a->chunks[k]->dirty_free + a->chunks[k]->clean_free >= HZ_HUGE_PAGES &&
-			    (!c || a->chunks[k]->freed < c->freed))
-				c = a->chunks[k];
-		if (c && (!hp || c->freed <= (*hp)->freed)) {
-			struct hz_release_result r;
-			size_t bytes = hz_chunk_purge(c, 0, &r);
-			hz_arena_count_purge(a, &r, bytes);
-			c->tried = 1; /* what is left there is in partial huge pages */
-		} else if (hp) {
-			evict(a, hp);
-		} else {
-			break;
+	struct gather g; /* 4 KiB */
+	g.c = c;
+	g.n = g.bytes = 0;
+	g.total = (struct hz_release_result){0};
+	for (size_t h = 0; h < HZ_CHUNK_PAGES; h += HZ_HUGE_PAGES) {
+		size_t e = h + HZ_HUGE_PAGES;
+		if (hz_bits_find(c->dirty, h, e, 1) == e && hz_bits_find(c->clean, h, e, 1) == e)
+			continue; /* nothing in memory to release here */
+		if (c->busy_lo < e && h < c->busy_hi)
+			continue; /* the zeroer's: not now */
+		if (hz_bits_find(c->used, h, e, 1) == e) {
+			add(&g, h, e); /* a whole free huge page */
+			continue;
+		}
+		if (!partial || c->hugetlb)
+			continue; /* never split a huge page in use (hugetlb: cannot) */
+		for (size_t i = hz_bits_find(c->used, h, e, 0); i < e;) {
+			size_t j = hz_bits_find(c->used, i, e, 1);
+			if (hz_bits_find(c->dirty, i, j, 1) < j || hz_bits_find(c->clean, i, j, 1) < j)
+				add(&g, i, j);
+			i = hz_bits_find(c->used, j, e, 0);
 		}
 	}
-}
-
-void hz_arena_bound(struct hz_arena *a)
-{
-	size_t dirty = hz_arena_dirty(a);
-	if (!dirty) {
-		a->dirty_since = 0;
-		return;
-	}
-	uint64_t now = hz_os_now_ns();
-	if (!a->dirty_since)
-		a->dirty_since = now;
-	int expired = now - a->dirty_since >= hz_dirty_decay_ns;
-	if (dirty <= hz_dirty_max && !expired)
-		return;
-	release_oldest(a, expired);
-	if (expired)
-		a->missed = 0; /* the reserve stays empty until blocks are wanted again */
-	a->dirty_since = hz_arena_dirty(a) ? now : 0;
-}
-
-size_t hz_arena_trim(struct hz_arena *a)
-{
-	size_t bytes = 0;
-	hz_zeroer_quiesce(a);
-	for (unsigned k = 0; k < a->nchunks; k++) {
-		struct hz_release_result r;
-		size_t b = hz_chunk_purge(a->chunks[k], 1, &r);
-		bytes += hz_arena_count_purge(a, &r, b);
-	}
-	while (a->cache)
-		bytes += evict(a, &a->cache);
-	return bytes;
+	flush(&g);
+	if (res)
+		*res = g.total;
+	return g.bytes;
 }

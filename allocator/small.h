@@ -4,7 +4,8 @@
  * (scripts/jemalloc-rename.sh): its malloc symbols never become the
  * program's, and the program's mallocx & co. (which hugezero exports,
  * routed by owner) never reach it by name. small.c (in the library, with
- * jemalloc) is the glue: calloc cleared in place, figures, purges. */
+ * jemalloc) is the glue: calloc cleared in place, figures, purges;
+ * small_fork.c its fork handlers. Calls obs/ and arch/ only. */
 #ifndef HZ_SMALL_H
 #define HZ_SMALL_H
 
@@ -12,17 +13,30 @@
 
 #include "../obs/obs.h"
 
+#pragma GCC visibility push(hidden)
+
 /* Blocks from hz_large_min bytes up go to the hugepage arenas (large.h),
  * smaller ones to jemalloc: one compare on malloc's path. 0 until the
  * allocator is configured, so that the first call takes the slow path,
  * which configures it (and stays 0 while the library forwards to glibc:
  * every call then takes the slow path); SIZE_MAX where pages are not
  * 4 KiB, which the arenas assume. */
-HZ_HIDDEN extern size_t hz_large_min;
+extern size_t hz_large_min;
 static inline int hz_route_large(size_t size)
 {
 	return size >= hz_large_min;
 }
+
+/* The embedded jemalloc's pthread_atfork (scripts/jemalloc-rename.sh
+ * renames its call), in small_fork.c: its handlers are kept, and run by
+ * the library's one set of fork handlers through these three. */
+int hz_je_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void));
+void hz_small_fork_prepare(void);
+void hz_small_fork_parent(void);
+void hz_small_fork_child(void);
+
+#pragma GCC visibility pop
+
 
 /* Its configuration (small.c). */
 extern const char *hz_je_malloc_conf;
@@ -73,16 +87,20 @@ static inline int hz_small_clears(size_t size)
 /* jemalloc's block of size bytes (flags as mallocx's, 0 for none),
  * cleared whole, hinted at its first page; NULL when memory is out (errno
  * as jemalloc's malloc or mallocx leaves it). */
-HZ_HIDDEN HZ_NOINLINE void *hz_small_calloc(size_t size, int flags);
+#pragma GCC visibility push(hidden)
+
+HZ_NOINLINE void *hz_small_calloc(size_t size, int flags);
 
 /* jemalloc's figures, refreshed. */
 struct hz_small_totals {
 	size_t in_use, mapped;
 };
-HZ_HIDDEN void hz_small_totals(struct hz_small_totals *t);
+void hz_small_totals(struct hz_small_totals *t);
 /* The same and the calls its arenas served, by name (an obs.h source). */
-HZ_HIDDEN void hz_small_counters(hz_counter_fn fn, void *arg);
+void hz_small_counters(hz_counter_fn fn, void *arg);
 /* Purges jemalloc's dirty pages in every arena. */
-HZ_HIDDEN void hz_small_trim(void);
+void hz_small_trim(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -4,7 +4,7 @@
  * architecture provides the functions marked "per arch" in arch/<cpu>/;
  * the build picks one directory, and nothing outside arch/ names a CPU.
  *
- * It stands on common.h and the OS primitives (allocator/prim.h: page
+ * It stands on common.h and the OS primitives (os/os.h: page
  * size, file reads) and knows nothing of allocation, the exported ABI,
  * options or counters: it is configured through hz_engine_setup, and its
  * clears are counted by whoever calls them (obs/counters.h). */
@@ -15,6 +15,8 @@
 #include <stdint.h>
 
 #include "common.h"
+
+#pragma GCC visibility push(hidden)
 
 /* A kernel fills n bytes at p with byte c and returns p. Kernels accept any
  * p, any n (0 included) and never touch a byte outside [p, p+n). */
@@ -44,11 +46,11 @@ struct hz_kernel {
 /* The kernel table of this architecture, at most HZ_MAX_KERNELS long.
  * Entry 0 is the portable C kernel: the policy uses it before setup. */
 #define HZ_MAX_KERNELS 16
-HZ_HIDDEN extern const struct hz_kernel hz_kernels[];
-HZ_HIDDEN extern const unsigned hz_nkernels;
+extern const struct hz_kernel hz_kernels[];
+extern const unsigned hz_nkernels;
 
 /* The portable C kernel (arch/generic/fill_c.c), always built and tested. */
-HZ_HIDDEN void *hz_fill_c(void *p, int c, size_t n);
+void *hz_fill_c(void *p, int c, size_t n);
 
 /* ---- per arch: arch/<cpu>/cpu.c ---- */
 
@@ -71,11 +73,11 @@ struct hz_cpu {
 };
 
 /* What setup detected (arch/engine.c). */
-HZ_HIDDEN extern struct hz_cpu hz_cpu;
+extern struct hz_cpu hz_cpu;
 
 /* Fills vendor, features, cpuid (and zva_block) and the predicates' state.
  * Runs once, single-threaded, from hz_engine_setup. */
-HZ_HIDDEN void hz_cpu_detect(struct hz_cpu *cpu);
+void hz_cpu_detect(struct hz_cpu *cpu);
 
 /* ---- per arch: arch/<cpu>/front.c: the small-size memset front ends ---- */
 
@@ -85,33 +87,33 @@ HZ_HIDDEN void hz_cpu_detect(struct hz_cpu *cpu);
 typedef void *(*hz_memset_fn)(void *p, int c, size_t n);
 /* The front end best suited to this CPU (reads the CPU itself, so it works
  * before hz_cpu_detect). */
-HZ_HIDDEN hz_memset_fn hz_memset_select(void);
+hz_memset_fn hz_memset_select(void);
 /* The front end memset uses: one every CPU of the architecture runs until
  * setup sets it to the selected one. */
-HZ_HIDDEN extern hz_memset_fn hz_memset_impl;
+extern hz_memset_fn hz_memset_impl;
 /* The exported memset is the architecture's widest front end (widest.h),
  * guarded by this flag: set once setup found that the CPU runs it; until
  * then, or on a CPU that does not, every call leaves before the first
  * instruction of the wide ISA (and goes through hz_memset_impl). */
-HZ_HIDDEN extern int hz_memset_widest_ok;
+extern int hz_memset_widest_ok;
 /* The widest front end, unguarded: the one hz_memset_widest_ok names. */
-HZ_HIDDEN void *hz_memset_widest_raw(void *p, int c, size_t n);
+void *hz_memset_widest_raw(void *p, int c, size_t n);
 /* All front ends this CPU runs, for tests and benchmarks; returns count. */
-HZ_HIDDEN unsigned hz_memset_variants(hz_memset_fn *fns, const char **names, unsigned max);
+unsigned hz_memset_variants(hz_memset_fn *fns, const char **names, unsigned max);
 
 /* ---- arch/engine.c: the engine's state and its setup ---- */
 
 /* The front end named name that this CPU runs, or NULL. */
-HZ_HIDDEN hz_memset_fn hz_memset_front(const char *name);
+hz_memset_fn hz_memset_front(const char *name);
 /* The name of a front end, or "other" for a function that is none. */
-HZ_HIDDEN const char *hz_memset_front_name(hz_memset_fn fn);
+const char *hz_memset_front_name(hz_memset_fn fn);
 /* From now on memset's calls go through fn (glibc's, say): the widest
  * front end's flag is cleared and hz_memset_impl set. */
-HZ_HIDDEN void hz_memset_divert(hz_memset_fn fn);
+void hz_memset_divert(hz_memset_fn fn);
 /* Any size: the policy's kernel for (c, n), uncounted. The front ends'
  * way out above HZ_FRONT_MAX, and the library's clears of its own
  * state. */
-HZ_HIDDEN HZ_NOINLINE void *hz_fill_policy(void *p, int c, size_t n);
+HZ_NOINLINE void *hz_fill_policy(void *p, int c, size_t n);
 
 /* ---- arch/policy.c: size (and fill byte) to kernel ---- */
 
@@ -139,14 +141,14 @@ struct hz_policy_cfg {
 };
 
 /* The policy in use: the portable kernel everywhere until setup. */
-HZ_HIDDEN extern struct hz_policy hz_policy;
+extern struct hz_policy hz_policy;
 
 /* Index of the kernel named name that this CPU supports, or -1. */
-HZ_HIDDEN int hz_kernel_find(const char *name);
-HZ_HIDDEN int hz_kernel_usable(unsigned k);
+int hz_kernel_find(const char *name);
+int hz_kernel_usable(unsigned k);
 /* Builds a policy for the detected caches and the configuration. Unknown or
  * unsupported kernel names are ignored; returns the number ignored. */
-HZ_HIDDEN int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
+int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 			      const struct hz_policy_cfg *cfg);
 static inline unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t n)
 {
@@ -163,10 +165,10 @@ static inline void hz_fill(unsigned k, void *p, int c, size_t n)
 /* ---- arch/cache.c (portable: Linux sysfs and reconciliation) ---- */
 
 /* Reads /sys/devices/system/cpu/cpu0/cache/ (or dir) without allocating. */
-HZ_HIDDEN void hz_cache_read_sysfs(const char *dir, struct hz_cache_sizes *out);
+void hz_cache_read_sysfs(const char *dir, struct hz_cache_sizes *out);
 /* Chooses each level's figure from the sources, sanity-checked, with a
  * default when none is plausible; records where each figure came from. */
-HZ_HIDDEN void hz_cache_reconcile(struct hz_cpu *cpu);
+void hz_cache_reconcile(struct hz_cpu *cpu);
 
 /* ---- arch/engine.c: setup ---- */
 
@@ -181,7 +183,7 @@ enum { HZ_ENGINE_BAD_FRONT = 1, HZ_ENGINE_BAD_KERNEL = 2 };
  * front end and builds and publishes the policy for cfg. Returns the
  * HZ_ENGINE_BAD_* bits of what it ignored. Single-threaded, at start;
  * memset calls on other threads see either policy, both correct. */
-HZ_HIDDEN int hz_engine_setup(const struct hz_engine_cfg *cfg);
+int hz_engine_setup(const struct hz_engine_cfg *cfg);
 
 /* ---- arch/clear.c: the hinted clear ---- */
 
@@ -197,10 +199,12 @@ struct hz_section {
  * hint: one section. Empty sections are left out. Returns the number of
  * sections. */
 #define HZ_HINT_NEIGHBOURS 2
-HZ_HIDDEN unsigned hz_clear_plan(const void *p, size_t n, const void *hint,
+unsigned hz_clear_plan(const void *p, size_t n, const void *hint,
 				 struct hz_section out[3]);
 /* Zeroes [p, p+n) by that plan; the sections it ran are left in done
  * (for whoever counts them) and their number returned. */
-HZ_HIDDEN unsigned hz_zero_hinted(void *p, size_t n, const void *hint, struct hz_section done[3]);
+unsigned hz_zero_hinted(void *p, size_t n, const void *hint, struct hz_section done[3]);
+
+#pragma GCC visibility pop
 
 #endif

@@ -4,7 +4,7 @@
  * back to a conservative default. */
 #include <string.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "arch.h"
 
 /* Reads a small sysfs file into buf (NUL-terminated); 0 on failure. */

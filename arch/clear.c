@@ -1,6 +1,6 @@
 /* The hinted clear: whole extents per kernel call, the page the caller
  * touches first cleared last with cache-allocating stores. */
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "arch.h"
 
 unsigned hz_clear_plan(const void *p, size_t n, const void *hint, struct hz_section out[3])

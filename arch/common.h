@@ -6,7 +6,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HZ_HIDDEN __attribute__((visibility("hidden")))
+/* Visibility, one way: the rooms are built with -fvisibility=hidden, and
+ * every internal header wraps its declarations in
+ * #pragma GCC visibility push(hidden) / pop; preload.h's HZ_EXPORT marks
+ * what the library exports. */
 #define HZ_NOINLINE __attribute__((noinline))
 /* Thread-local state of the library: initial-exec, so that reaching it
  * never calls into the dynamic linker (which may allocate). */

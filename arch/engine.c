@@ -4,7 +4,7 @@
  * correct everywhere, and nothing is detected lazily. */
 #include <string.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "arch.h"
 
 struct hz_cpu hz_cpu;

@@ -46,7 +46,7 @@ static inline void hz_fill_below8(uint8_t *p, uint64_t w, size_t n)
 #endif
 
 #ifndef HZ_FRONT_VISIBILITY
-#define HZ_FRONT_VISIBILITY HZ_HIDDEN
+#define HZ_FRONT_VISIBILITY /* hidden, as every file of the rooms is built */
 #endif
 #ifndef HZ_FRONT_LARGE
 #define HZ_FRONT_LARGE hz_fill_policy

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "bench.h"
 
 #define NBLK 512

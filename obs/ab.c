@@ -1,7 +1,7 @@
 /* Per-call A/B arms (ab.h): the assignment, the records, the fork. */
 #include <pthread.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "../arch/arch.h"
 #include "ab.h"
 #include "counters.h"

@@ -16,24 +16,26 @@
 
 #include "../arch/common.h"
 
+#pragma GCC visibility push(hidden)
+
 enum hz_ab_op { HZ_AB_MEMSET, HZ_AB_CALLOC, HZ_AB_OPS };
-HZ_HIDDEN extern const char *const hz_ab_op_names[HZ_AB_OPS];
+extern const char *const hz_ab_op_names[HZ_AB_OPS];
 
 /* Set once by hz_ab_setup: 1 when the arms run. */
-HZ_HIDDEN extern int hz_ab_on;
-HZ_HIDDEN extern size_t hz_ab_min;
+extern int hz_ab_on;
+extern size_t hz_ab_min;
 
 typedef void *(*hz_ab_memset_fn)(void *p, int c, size_t n);
 /* Starts the arms: share_a (0 to 1) of eligible calls from min bytes go
  * to arm A, whose memset is baseline; seed makes the assignment
  * repeatable. At initialisation, before threads are made. */
-HZ_HIDDEN void hz_ab_setup(double share_a, uint64_t seed, size_t min, hz_ab_memset_fn baseline);
+void hz_ab_setup(double share_a, uint64_t seed, size_t min, hz_ab_memset_fn baseline);
 
 /* memset of n >= hz_ab_min bytes through an arm; arm B is b. */
-HZ_HIDDEN HZ_NOINLINE void *hz_ab_memset(void *p, int c, size_t n, hz_ab_memset_fn b);
+HZ_NOINLINE void *hz_ab_memset(void *p, int c, size_t n, hz_ab_memset_fn b);
 /* An arena block for calloc of size >= hz_ab_min bytes through an arm:
  * alloc(size, zero) is the arenas' allocation. */
-HZ_HIDDEN HZ_NOINLINE void *hz_ab_calloc(size_t size, void *(*alloc)(size_t, int));
+HZ_NOINLINE void *hz_ab_calloc(size_t size, void *(*alloc)(size_t, int));
 
 /* One arm's figures for one operation and size class. */
 struct hz_ab_cell {
@@ -43,10 +45,10 @@ struct hz_ab_cell {
 /* The report's section, in the format's own form (emit_*.c). */
 typedef void (*hz_ab_fn)(void *arg, int op, int cls, const struct hz_ab_cell *a,
 			 const struct hz_ab_cell *b, const uint64_t *hist_a, const uint64_t *hist_b);
-HZ_HIDDEN void hz_ab_each(hz_ab_fn fn, void *arg);
+void hz_ab_each(hz_ab_fn fn, void *arg);
 /* Calls whose figures were dropped: the arms' lock was busy (a signal
  * handler interrupting a record on its own thread). */
-HZ_HIDDEN uint64_t hz_ab_dropped(void);
+uint64_t hz_ab_dropped(void);
 
 /* ---- the statistics (ab_stats.c) ---- */
 
@@ -57,10 +59,10 @@ HZ_HIDDEN uint64_t hz_ab_dropped(void);
 #define HZ_AB_H_SUB 4
 #define HZ_AB_BUCKETS (HZ_AB_H_MAJ * HZ_AB_H_SUB)
 /* The lower bound, in ns, of bucket b. */
-HZ_HIDDEN double hz_ab_bucket_ns(int b);
+double hz_ab_bucket_ns(int b);
 /* The bucket a time of ns nanoseconds falls in (the first below its
  * range, the last above it). */
-HZ_HIDDEN int hz_ab_bucket(double ns);
+int hz_ab_bucket(double ns);
 
 /* Means, and the B/A ratio of mean times with its 95% interval by the
  * delta method; verdict "B faster" (the interval below 1), "B slower"
@@ -70,14 +72,16 @@ struct hz_ab_result {
 	double mean_a, mean_b, ratio, lo, hi;
 	const char *verdict;
 };
-HZ_HIDDEN void hz_ab_compare(const struct hz_ab_cell *a, const struct hz_ab_cell *b,
+void hz_ab_compare(const struct hz_ab_cell *a, const struct hz_ab_cell *b,
 			     struct hz_ab_result *r);
 /* The q-quantile (0..1) of a histogram, in ns: the midpoint of the bucket
  * it falls in; 0 for an empty histogram. */
-HZ_HIDDEN double hz_ab_quantile(const uint64_t *hist, double q);
+double hz_ab_quantile(const uint64_t *hist, double q);
 
 /* fork (hz_obs_fork_child): the child's arms start empty, with a seed
  * of their own. */
-HZ_HIDDEN void hz_ab_fork_child(void);
+void hz_ab_fork_child(void);
+
+#pragma GCC visibility pop
 
 #endif

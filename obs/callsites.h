@@ -14,17 +14,19 @@
 
 #include "../arch/common.h"
 
+#pragma GCC visibility push(hidden)
+
 /* 1 once hz_callsites_setup took effect. */
-HZ_HIDDEN extern int hz_callsites_on;
+extern int hz_callsites_on;
 
 typedef int (*hz_backtrace_fn)(void **ips, int max);
 /* Samples 1 in period calls (period >= 1) with backtrace. At
  * initialisation, before threads are made. */
-HZ_HIDDEN void hz_callsites_setup(unsigned period, hz_backtrace_fn backtrace);
+void hz_callsites_setup(unsigned period, hz_backtrace_fn backtrace);
 /* fork (hz_obs_fork_child): the child's table starts empty. */
-HZ_HIDDEN void hz_callsites_fork_child(void);
+void hz_callsites_fork_child(void);
 /* Counts down this thread's calls; takes a sample every period-th. */
-HZ_HIDDEN HZ_NOINLINE void hz_callsite(size_t bytes);
+HZ_NOINLINE void hz_callsite(size_t bytes);
 
 #define HZ_SITE_FRAMES 16
 /* One site as the report sees it: frames already symbolised. */
@@ -40,6 +42,8 @@ typedef void (*hz_site_fn)(void *arg, unsigned rank, uint64_t calls, uint64_t by
 /* The top `max` sites by bytes, the library's own frames left out; the
  * estimated totals are the sampled ones times the period, which *period
  * receives. */
-HZ_HIDDEN void hz_callsites_each(hz_site_fn fn, void *arg, unsigned max, unsigned *period);
+void hz_callsites_each(hz_site_fn fn, void *arg, unsigned max, unsigned *period);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,6 +10,8 @@
 #include "../arch/arch.h"
 #include "obs.h"
 
+#pragma GCC visibility push(hidden)
+
 /* ---- calls and bytes per operation and size class, per thread ----
  * Each thread counts into its own block (initial-exec TLS: no lock, no
  * atomic); blocks are linked into a list the first time they count and
@@ -27,9 +29,9 @@ struct hz_tstats {
 	struct hz_tstats *next;
 	int state; /* 0: not linked yet, 1: linked, 2: folded at thread exit */
 };
-HZ_HIDDEN extern HZ_TLS struct hz_tstats hz_tstats;
-HZ_HIDDEN HZ_NOINLINE void hz_tstats_link(struct hz_tstats *t);
-HZ_HIDDEN extern const char *const hz_op_names[HZ_OPS];
+extern HZ_TLS struct hz_tstats hz_tstats;
+HZ_NOINLINE void hz_tstats_link(struct hz_tstats *t);
+extern const char *const hz_op_names[HZ_OPS];
 
 static inline unsigned hz_class(size_t n)
 {
@@ -62,7 +64,7 @@ static inline void hz_count_free(void)
 }
 
 /* The sums over all threads, past and present, into out. */
-HZ_HIDDEN void hz_tstats_sum(struct hz_tstats *out);
+void hz_tstats_sum(struct hz_tstats *out);
 
 /* ---- the engine's work, process-wide ----
  * Fills of at least HZ_COUNT_MIN bytes are counted per kernel (below that
@@ -75,7 +77,7 @@ struct hz_engine_counts {
 	uint64_t hinted_calls;       /* hinted clears that had a hint */
 	uint64_t memset_large_calls, memset_large_bytes; /* memset above HZ_FRONT_MAX */
 };
-HZ_HIDDEN extern struct hz_engine_counts hz_engine_counts;
+extern struct hz_engine_counts hz_engine_counts;
 
 static inline void hz_count_add(uint64_t *v, uint64_t n)
 {
@@ -114,13 +116,15 @@ static inline void *hz_zero_hinted_counted(void *p, size_t n, const void *hint)
 
 /* Starts the per-thread blocks' exit handling (the library's
  * initialisation, before threads are made). */
-HZ_HIDDEN void hz_counters_setup(void);
+void hz_counters_setup(void);
 /* fork (hz_obs_fork_*): the blocks' lock around it; the child counts
  * from zero, with only its own thread's block. */
-HZ_HIDDEN void hz_counters_fork_prepare(void);
-HZ_HIDDEN void hz_counters_fork_parent(void);
-HZ_HIDDEN void hz_counters_fork_child(void);
+void hz_counters_fork_prepare(void);
+void hz_counters_fork_parent(void);
+void hz_counters_fork_child(void);
 /* The engine's counters, by name, for hz_obs_each. */
-HZ_HIDDEN void hz_engine_counters(hz_counter_fn fn, void *arg);
+void hz_engine_counters(hz_counter_fn fn, void *arg);
+
+#pragma GCC visibility pop
 
 #endif

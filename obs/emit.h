@@ -10,6 +10,8 @@
 #include "../arch/common.h"
 #include "counters.h"
 
+#pragma GCC visibility push(hidden)
+
 struct hz_emitter;
 
 struct hz_out {
@@ -22,12 +24,12 @@ struct hz_out {
 };
 
 /* Appends printf-style text (one piece of at most 1023 bytes). */
-HZ_HIDDEN void hz_out_put(struct hz_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void hz_out_put(struct hz_out *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Appends s as a quoted string, quotes and backslashes escaped, cut to
  * 196 bytes. */
-HZ_HIDDEN void hz_out_str(struct hz_out *o, const char *s);
+void hz_out_str(struct hz_out *o, const char *s);
 /* Writes what is buffered; a failure is kept in o->error. */
-HZ_HIDDEN void hz_out_flush(struct hz_out *o);
+void hz_out_flush(struct hz_out *o);
 
 /* A report is begin, one counter call per figure (obs.h), classes, then
  * ab when the arms ran and callsites when stacks were sampled, then end. */
@@ -40,10 +42,12 @@ struct hz_emitter {
 	void (*callsites)(struct hz_out *o);
 	void (*end)(struct hz_out *o);
 };
-HZ_HIDDEN extern const struct hz_emitter hz_emit_text, hz_emit_json, hz_emit_prom;
+extern const struct hz_emitter hz_emit_text, hz_emit_json, hz_emit_prom;
 
 /* The Prometheus name of a figure: hugezero_ and the name, dots as
  * underscores, a running total ending in _total. */
-HZ_HIDDEN void hz_prom_name(char *out, size_t size, const char *name, int gauge);
+void hz_prom_name(char *out, size_t size, const char *name, int gauge);
+
+#pragma GCC visibility pop
 
 #endif

@@ -1,6 +1,6 @@
 /* The report as one JSON object (emit.h): "pid", "counters", "classes",
  * then "ab" and "callsites" when they ran. */
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "ab.h"
 #include "callsites.h"
 #include "emit.h"

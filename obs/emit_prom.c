@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "ab.h"
 #include "callsites.h"
 #include "emit.h"

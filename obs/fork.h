@@ -8,8 +8,12 @@
 
 #include "../arch/common.h"
 
-HZ_HIDDEN void hz_obs_fork_prepare(void);
-HZ_HIDDEN void hz_obs_fork_parent(void);
-HZ_HIDDEN void hz_obs_fork_child(void);
+#pragma GCC visibility push(hidden)
+
+void hz_obs_fork_prepare(void);
+void hz_obs_fork_parent(void);
+void hz_obs_fork_child(void);
+
+#pragma GCC visibility pop
 
 #endif

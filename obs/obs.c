@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "ab.h"
 #include "counters.h"
 #include "obs.h"

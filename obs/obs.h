@@ -7,7 +7,7 @@
  * what happened (the allocator, the exported ABI), and the figures other
  * rooms keep reach the report through hz_obs_add_source, the one
  * registration point. It stands on arch/ (the kernel table, the engine
- * whose clears it counts) and the OS primitives (allocator/prim.h), and
+ * whose clears it counts) and the OS contract (os/os.h), and
  * knows nothing of allocation, the exported ABI or options: what it needs
  * of them (glibc's memset for arm A, a backtrace function for call sites)
  * is handed to its setup functions.
@@ -26,6 +26,8 @@
 
 #include "../arch/common.h"
 
+#pragma GCC visibility push(hidden)
+
 /* One named figure: gauge is 1 for a state (bytes in use), 0 for a running
  * total (calls so far). */
 typedef void (*hz_counter_fn)(void *arg, const char *name, uint64_t value, int gauge);
@@ -36,13 +38,15 @@ typedef void (*hz_source_fn)(hz_counter_fn fn, void *arg);
 #define HZ_OBS_SOURCES 4
 /* Adds a source, whose figures follow the engine's in the report in the
  * order added. At setup, single-threaded; 0, or ENOSPC when full. */
-HZ_HIDDEN int hz_obs_add_source(hz_source_fn fn);
+int hz_obs_add_source(hz_source_fn fn);
 
 /* Calls fn once per figure, in a fixed order: the engine's counters, the
  * sources', the arms' drops, then the process's memory (RSS, peak RSS,
  * transparent huge pages mapped). */
-HZ_HIDDEN void hz_obs_each(hz_counter_fn fn, void *arg);
+void hz_obs_each(hz_counter_fn fn, void *arg);
 /* The figure called name into *value: 0, or ENOENT. */
-HZ_HIDDEN int hz_obs_find(const char *name, uint64_t *value);
+int hz_obs_find(const char *name, uint64_t *value);
+
+#pragma GCC visibility pop
 
 #endif

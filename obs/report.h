@@ -9,6 +9,8 @@
 
 #include "../arch/common.h"
 
+#pragma GCC visibility push(hidden)
+
 /* What hz_report_setup could not do (and left out). */
 enum {
 	HZ_REPORT_BAD_FORMAT = 1, /* an unknown format: text is used */
@@ -23,12 +25,14 @@ enum {
  * and overwrite their environment), in format (NULL: text), and every
  * interval_ms from a thread started only then (0: never). At
  * initialisation. Returns the HZ_REPORT_* bits of what it could not do. */
-HZ_HIDDEN int hz_report_setup(const char *path, const char *format, uint64_t interval_ms);
+int hz_report_setup(const char *path, const char *format, uint64_t interval_ms);
 /* Writes the report now: to path (NULL: the one set up, else stderr), in
  * format (NULL: the one set up). 0, or -1 with errno (EINVAL for an
  * unknown format). */
-HZ_HIDDEN int hz_report_dump(const char *path, const char *format);
+int hz_report_dump(const char *path, const char *format);
 /* fork (hz_obs_fork_child): the child's report lock, unlocked. */
-HZ_HIDDEN void hz_report_fork_child(void);
+void hz_report_fork_child(void);
+
+#pragma GCC visibility pop
 
 #endif

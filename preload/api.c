@@ -2,7 +2,7 @@
  * engine, the counters and the report. */
 #include <errno.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "../include/hugezero.h"
 #include "../obs/counters.h"
 #include "../obs/report.h"

@@ -21,10 +21,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "../allocator/prim.h"
+#include "../os/os.h"
 
 #include "dynamic.h"
-#include "fast.h"
+#include "alloc.h"
 #include "preload.h"
 
 /* The C++ runtime's operator name, called with the arguments this one
@@ -81,7 +81,7 @@ static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size,
 	HZ_EXPORT void mangled(void *p, size_t size, ##__VA_ARGS__)      \
 	{                                                                \
 		if (hz_likely(size < hz_large_min && p != NULL &&         \
-			      !hz_reg_maybe(p)))                          \
+			      !hz_reg_in_window(p)))                          \
 			hz_je_sdallocx(p, size + !size, flags);          \
 		else                                                     \
 			hz_free_slow(p);                                 \

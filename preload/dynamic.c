@@ -9,12 +9,8 @@
 #include <string.h>
 
 #include "dynamic.h"
-#include "fork.h"
-#include "preload.h"
 
-/* glibc's own definition of name, read from libc.so.6's symbol table
- * (its GNU hash table, through dl_iterate_phdr): dlsym may allocate, and
- * the library never calls it unasked. */
+/* What hz_glibc_symbol looks for, and found. */
 struct find {
 	const char *name;
 	void *found;
@@ -68,21 +64,11 @@ static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
-/* Every library's pthread_atfork (libc_nonshared's, linked into each)
- * registers through glibc's __register_atfork: this library's handlers
- * go first (fork.h), and the call goes on to glibc's, with the caller's
- * DSO, which dlclose unregisters. */
-HZ_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso)
+void *hz_glibc_symbol(const char *name)
 {
-	typedef int (*register_fn)(void (*)(void), void (*)(void), void (*)(void), void *);
-	static register_fn glibc;
-	hz_fork_register();
-	if (!__atomic_load_n(&glibc, __ATOMIC_ACQUIRE)) {
-		struct find f = {"__register_atfork", NULL};
-		dl_iterate_phdr(find_in, &f);
-		__atomic_store_n(&glibc, (register_fn)f.found, __ATOMIC_RELEASE);
-	}
-	return glibc ? glibc(prepare, parent, child, dso) : ENOMEM;
+	struct find f = {name, NULL};
+	dl_iterate_phdr(find_in, &f);
+	return f.found;
 }
 
 void *hz_lib_lookup(void **cache, const char *soname, const char *name)

@@ -9,9 +9,15 @@
 
 #include "../obs/callsites.h"
 
+#pragma GCC visibility push(hidden)
+
+/* glibc's own definition of name, read from libc.so.6's symbol table (its
+ * GNU hash table, through dl_iterate_phdr), without dlsym, which may
+ * allocate; NULL when there is none. */
+void *hz_glibc_symbol(const char *name);
 /* The definition of name in the loaded library soname, cached in *cache;
  * NULL when there is none (or the library is not loaded). */
-HZ_HIDDEN void *hz_lib_lookup(void **cache, const char *soname, const char *name);
+void *hz_lib_lookup(void **cache, const char *soname, const char *name);
 /* glibc's definition of name (libc.so.6's), the same way. */
 static inline void *hz_glibc_lookup(void **cache, const char *name)
 {
@@ -20,6 +26,8 @@ static inline void *hz_glibc_lookup(void **cache, const char *name)
 /* libunwind's unw_backtrace, from libunwind opened privately (RTLD_LOCAL:
  * its _Unwind_Backtrace and backtrace never become the program's); NULL
  * when it is not installed. */
-HZ_HIDDEN hz_backtrace_fn hz_unwind_open(void);
+hz_backtrace_fn hz_unwind_open(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -10,7 +10,10 @@
 #include "../allocator/registry.h"
 #include "../allocator/small.h"
 #include "../obs/counters.h"
+#include "alloc.h"
+#include "off.h"
 #include "preload.h"
+#include "start.h"
 
 static int route_large(size_t size, int flags)
 {
@@ -52,7 +55,7 @@ HZ_EXPORT size_t sallocx(const void *p, int flags)
  * with their flags. */
 HZ_EXPORT void dallocx(void *p, int flags)
 {
-	if (hz_unlikely(hz_reg_maybe(p))) {
+	if (hz_unlikely(hz_reg_in_window(p))) {
 		hz_free_slow(p);
 		return;
 	}
@@ -61,7 +64,7 @@ HZ_EXPORT void dallocx(void *p, int flags)
 
 HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
 {
-	if (hz_unlikely(hz_reg_maybe(p))) {
+	if (hz_unlikely(hz_reg_in_window(p))) {
 		hz_free_slow(p);
 		return;
 	}
@@ -84,7 +87,7 @@ HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
 	if (!mine && !large)
 		return hz_je_rallocx(p, size, flags);
 	/* Between owners, or zeroing: a new block, the bytes copied. */
-	return hz_moved(mallocx(size, flags), p, mine ? old : hz_je_sallocx(p, 0), size);
+	return hz_realloc_copy(mallocx(size, flags), p, mine ? old : hz_je_sallocx(p, 0), size);
 }
 
 /* Resizes in place only, to at least size and at most size + extra bytes

@@ -16,76 +16,15 @@
 #include "../obs/ab.h"
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
-#include "glibc.h"
+#include "alloc.h"
+#include "init.h"
+#include "off.h"
 #include "options.h"
-#include "fast.h"
 #include "preload.h"
+#include "start.h"
 
-void hz_bad_pointer(const char *what)
-{
-	hz_os_log(what, NULL, NULL);
-	abort();
-}
-
-void *hz_moved(void *q, void *p, size_t have, size_t size)
-{
-	if (!q)
-		return NULL;
-	memcpy(q, p, have < size ? have : size);
-	free(p);
-	return q;
-}
-
-/* The slow path of malloc and calloc (fast.h): blocks from hz_large_min
- * up, calloc's from HZ_JE_LARGE_MIN, and every block until the allocator
- * has started or while it forwards to glibc (hz_large_min is 0 then).
- * Counted here; the blocks of jemalloc's fast paths are counted by
- * jemalloc (malloc.small.*). */
-static HZ_NOINLINE void *alloc_on(size_t size, int zero);
-
-/* The arenas could not serve a size someone could (an address-space
- * limit, the kernel out of memory): jemalloc's own mappings, sized to
- * the block, aligned to align (a power of two; 0 for malloc's), are the
- * last resort. Impossible sizes fail as they are. */
-static HZ_NOINLINE void *large_failed(size_t size, int zero, size_t align)
-{
-	if (size > hz_large_max)
-		return NULL;
-	void *p = align ? hz_je_mallocx(size, HZ_JE_LG_ALIGN(__builtin_ctzl(align)))
-		  : zero ? hz_je_calloc(1, size) : hz_je_malloc(size);
-	if (!p)
-		errno = ENOMEM;
-	return p;
-}
-
-/* Off mode's way through: a test and a jump to glibc, no frame. */
-void *hz_alloc_slow(size_t size, int zero)
-{
-	if (hz_mode_off)
-		return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
-	return alloc_on(size, zero);
-}
-
-static void *alloc_on(size_t size, int zero)
-{
-	if (hz_unlikely(!hz_allocator_started)) {
-		hz_allocator_start();
-		if (hz_mode_off)
-			return zero ? hz_glibc_calloc(1, size) : hz_glibc_malloc(size);
-	}
-	if (!hz_route_large(size)) {
-		if (!zero)
-			return hz_je_malloc(size);
-		hz_count(HZ_OP_CALLOC, size);
-		return hz_small_clears(size) ? hz_small_calloc(size, 0) : hz_je_calloc(1, size);
-	}
-	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
-	if (zero && hz_unlikely(hz_callsites_on))
-		hz_callsite(size);
-	void *p = zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min ? hz_ab_calloc(size, hz_large_alloc)
-								       : hz_large_alloc(size, zero);
-	return p ? p : large_failed(size, zero, 0);
-}
+/* The constructor comes with malloc (init.h). */
+__attribute__((used)) static const int *const init_linked = &hz_init_linked;
 
 /* n * size into *total: 0, or -1 with errno ENOMEM when it overflows. */
 static int array_size(size_t n, size_t size, size_t *total)
@@ -113,42 +52,6 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 	return hz_alloc_slow(total, 1);
 }
 
-/* free preserves errno (POSIX 2024, glibc 2.33). jemalloc's free touches
- * it only when a system call fails (a purge's madvise); the arenas' path
- * may release memory, so it saves errno. */
-static HZ_NOINLINE void free_on(void *p);
-
-void hz_free_slow(void *p)
-{
-	if (hz_mode_off)
-		hz_glibc_free(p);
-	else
-		free_on(p);
-}
-
-/* Whether p, not the arenas', is nobody's: in the arenas' window, where
- * only their mappings are placed, and not mapped at all (a block freed
- * twice after malloc_trim unmapped it). jemalloc's are mapped. */
-static int nobodys(const void *p)
-{
-	return (uintptr_t)p - HZ_REG_WINDOW_LO < HZ_REG_WINDOW && !hz_os_mapped(p);
-}
-
-static void free_on(void *p)
-{
-	if (!hz_large_owns(p)) { /* jemalloc's, in a widened window */
-		if (nobodys(p))
-			hz_bad_pointer("free(): invalid pointer");
-		hz_je_free(p);
-		return;
-	}
-	hz_count_free();
-	int saved = errno;
-	if (hz_large_free(p))
-		hz_bad_pointer("free(): invalid pointer");
-	errno = saved;
-}
-
 HZ_EXPORT void free(void *p)
 {
 	hz_fast_free(p);
@@ -171,78 +74,26 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
-	if (hz_likely(!hz_reg_maybe(p)))
+	if (hz_likely(!hz_reg_in_window(p)))
 		return hz_je_malloc_usable_size(p);
 	if (hz_unlikely(hz_mode_off))
 		return hz_off_malloc_usable_size(p);
 	return hz_large_owns(p) ? hz_large_usable(p) : hz_je_malloc_usable_size(p);
 }
 
-static HZ_NOINLINE void *realloc_slow(void *p, size_t size)
-{
-	if (!p)
-		return malloc(size);
-	if (size == 0) { /* glibc: frees, returns NULL */
-		free(p);
-		return NULL;
-	}
-	if (hz_unlikely(hz_mode_off))
-		return hz_glibc_realloc(p, size);
-	int mine = hz_large_owns(p);
-	if (!mine && nobodys(p))
-		hz_bad_pointer("realloc(): invalid pointer");
-	if (mine || hz_route_large(size))
-		hz_count(HZ_OP_REALLOC, size);
-	size_t old = mine ? hz_large_usable(p) : 0;
-	if (mine && !old)
-		hz_bad_pointer("realloc(): invalid pointer");
-	if (old && hz_route_large(size))
-		return hz_large_realloc(p, size);
-	if (!mine && !hz_route_large(size)) {
-		void *q = hz_je_realloc(p, size);
-		if (!q)
-			errno = ENOMEM;
-		return q;
-	}
-	/* Between jemalloc and the arenas: a new block, the bytes copied. */
-	return hz_moved(hz_fast_malloc(size), p, old ? old : hz_je_sallocx(p, 0), size);
-}
-
 /* Between two sizes below hz_large_min, a block of jemalloc's is
  * jemalloc's realloc (which sets errno to ENOMEM when it fails). */
 HZ_EXPORT void *realloc(void *p, size_t size)
 {
-	if (hz_likely(size && size < hz_large_min && !hz_reg_maybe(p)))
+	if (hz_likely(size && size < hz_large_min && !hz_reg_in_window(p)))
 		return hz_je_realloc(p, size);
-	return realloc_slow(p, size);
+	return hz_realloc_slow(p, size);
 }
 
 HZ_EXPORT void *reallocarray(void *p, size_t n, size_t size)
 {
 	size_t total;
 	return array_size(n, size, &total) ? NULL : realloc(p, total);
-}
-
-/* align: a power of two. Up to a page, the arenas' blocks qualify; larger
- * alignments go to jemalloc, which honours any. */
-void *hz_alloc_aligned(size_t align, size_t size)
-{
-	if (hz_unlikely(!hz_allocator_started))
-		hz_allocator_start();
-	if (hz_unlikely(hz_mode_off))
-		return hz_glibc_memalign(align, size);
-	if (align <= HZ_PAGE && hz_route_large(size)) {
-		void *p = hz_large_alloc(size, 0);
-		return p ? p : large_failed(size, 0, align);
-	}
-	if (size > hz_large_max) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	void *p = hz_je_mallocx(size ? size : 1, HZ_JE_LG_ALIGN(__builtin_ctzl(align)));
-	if (!p)
-		errno = ENOMEM;
-	return p;
 }
 
 HZ_EXPORT int posix_memalign(void **out, size_t align, size_t size)

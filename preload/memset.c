@@ -26,6 +26,7 @@
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
 #include "preload.h"
+#include "start.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -78,7 +79,7 @@ HZ_EXPORT void *__memset_chk(void *p, int c, size_t n, size_t dstlen)
 
 /* The embedded jemalloc's memset (scripts/jemalloc-rename.sh renames its
  * calls): the same clearing, not counted as the program's. */
-HZ_HIDDEN void *hz_je_memset(void *p, int c, size_t n)
+void *hz_je_memset(void *p, int c, size_t n)
 {
 	return n > HZ_FRONT_MAX ? hz_fill_counted(p, c, n) : hz_memset_impl(p, c, n);
 }

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "../allocator/large.h"
-#include "../allocator/prim.h"
+#include "../os/os.h"
 #include "../allocator/small.h"
 #include "../arch/arch.h"
 #include "options.h"

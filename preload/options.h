@@ -11,6 +11,8 @@
 
 #include "../arch/common.h"
 
+#pragma GCC visibility push(hidden)
+
 enum hz_option {
 	HZ_OPT_VERBOSE,
 	HZ_OPT_MODE,
@@ -73,31 +75,33 @@ struct hz_option_desc {
 	const char *doc; /* one line */
 };
 
-HZ_HIDDEN extern const struct hz_option_desc hz_options[HZ_OPT_COUNT];
+extern const struct hz_option_desc hz_options[HZ_OPT_COUNT];
 
 /* The option's value: what the environment gave, or the default. */
-HZ_HIDDEN const struct hz_option_value *hz_option(enum hz_option o);
+const struct hz_option_value *hz_option(enum hz_option o);
 /* Reads every option from the environment (without allocating); names
  * invalid values on stderr and keeps their defaults. Returns the number
  * of invalid values. */
-HZ_HIDDEN int hz_options_load(void);
+int hz_options_load(void);
 /* Parses a size: digits with an optional K, M or G suffix (powers of 1024,
  * "KiB" and "KB" accepted). 0 and the value in *out, or -1 on bad syntax
  * or overflow. */
-HZ_HIDDEN int hz_parse_size(const char *s, size_t *out);
+int hz_parse_size(const char *s, size_t *out);
 /* The default as the reference shows it, into buf. */
-HZ_HIDDEN const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
+const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
 
 /* The rooms started from the options, once loaded; a value a room cannot
  * take is named on stderr (and its default used, or the room's own
  * choice). The engine (hz_engine_setup): */
-HZ_HIDDEN void hz_options_start_engine(void);
+void hz_options_start_engine(void);
 /* The arenas (hz_large_setup); returns from which size blocks go to them:
  * SIZE_MAX where pages are not 4 KiB, which the arenas assume. */
-HZ_HIDDEN size_t hz_options_start_arenas(void);
+size_t hz_options_start_arenas(void);
 /* The OS primitives, the options, the engine and the arenas, as the
  * library starts them, for programs that link the rooms without it: the
  * unit tests and the benchmarks. */
-HZ_HIDDEN void hz_options_setup(void);
+void hz_options_setup(void);
+
+#pragma GCC visibility pop
 
 #endif

@@ -3,6 +3,12 @@
 
 #include "dynamic.h"
 
+void *hz_glibc_symbol(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+
 void *hz_lib_lookup(void **cache, const char *soname, const char *name)
 {
 	(void)cache;

@@ -41,7 +41,7 @@ static void *fill_stosq(void *d, int c, size_t n)
 }
 
 /* The SSE2 front end (front.c): vector stores for edges under 64 bytes. */
-HZ_HIDDEN void *hz_memset_sse2(void *p, int c, size_t n);
+void *hz_memset_sse2(void *p, int c, size_t n);
 
 /* CLZERO zeroes the whole 64-byte line addressed by rax without reading
  * it; the unaligned head and tail take 16-byte vector stores. Weakly

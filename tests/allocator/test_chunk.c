@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../../allocator/chunk.h"
+#include "../../allocator/purge.h"
 #include "../util/fillcheck.h"
 
 static struct hz_chunk *new_chunk(void)
@@ -121,10 +122,10 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	memset(a, 0x77, (3 * hp) << HZ_PAGE_SHIFT);
 	hz_chunk_free(c, a);
 	hz_chunk_free(c, b);
-	cr_assert_eq(hz_chunk_dirty_free_pages(c), 3 * hp - 1);
+	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 3 * hp - 1);
 
 	struct hz_release_result res;
-	size_t released = hz_chunk_purge(c, 0, &res);
+	size_t released = hz_purge_chunk(c, 0, &res);
 	cr_assert_eq(released, 2 * HZ_HUGE_SIZE, "released %zu", released);
 	cr_assert_eq(res.ranges, 1, "adjacent huge pages go as one range");
 	cr_assert_eq(res.error, 0);
@@ -132,8 +133,8 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0x77, &bad),
 		  "a huge page in use was split");
 	cr_assert_eq(keep[0], 0x77);
-	cr_assert_eq(hz_chunk_dirty_free_pages(c), hp - 1);
-	cr_assert_eq(hz_chunk_purge(c, 0, NULL), 0, "nothing whole is left");
+	cr_assert_eq(hz_chunk_count_free(c, c->dirty), hp - 1);
+	cr_assert_eq(hz_purge_chunk(c, 0, NULL), 0, "nothing whole is left");
 
 	/* Released pages are known zero: calloc over them clears nothing. */
 	unsigned char *z = hz_chunk_alloc(c, 2 * hp);
@@ -141,10 +142,10 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	cr_assert_eq(hz_chunk_calloc_clear(c, z), 2 * HZ_HUGE_SIZE);
 
 	/* malloc_trim: the partial edge goes too. */
-	cr_assert_eq(hz_chunk_purge(c, 1, &res), (hp - 1) << HZ_PAGE_SHIFT);
+	cr_assert_eq(hz_purge_chunk(c, 1, &res), (hp - 1) << HZ_PAGE_SHIFT);
 	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0, &bad));
 	cr_assert_eq(keep[0], 0x77, "a live page was released");
-	cr_assert_eq(hz_chunk_dirty_free_pages(c), 0);
+	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 0);
 	done(c);
 }
 
@@ -216,7 +217,7 @@ Test(chunk, hugetlb_pool_and_fallback, .timeout = 60)
 		keep[0] = 7;
 		hz_chunk_free(c, a);
 		/* Partial pages are never released from hugetlb chunks. */
-		size_t released = hz_chunk_purge(c, 1, NULL);
+		size_t released = hz_purge_chunk(c, 1, NULL);
 		cr_assert_eq(released, 3 * HZ_HUGE_SIZE, "released %zu", released);
 		cr_assert(all_bytes(a, 3 * HZ_HUGE_SIZE, 0, &bad));
 		cr_assert_eq(keep[0], 7);
@@ -280,14 +281,14 @@ Test(chunk, random_against_shadow)
 			hz_chunk_set_clean(c, lo, hi);
 		}
 		cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
-		cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "step %d", step);
-		cr_assert_eq(c->clean_free, hz_chunk_clean_free_pages(c), "step %d", step);
+		cr_assert_eq(c->dirty_free, hz_chunk_count_free(c, c->dirty), "step %d", step);
+		cr_assert_eq(c->clean_free, hz_chunk_count_free(c, c->clean), "step %d", step);
 		for (size_t w = 0; w < HZ_CHUNK_WORDS; w++)
 			cr_assert_eq(c->clean[w] & c->used[w], 0, "step %d: a live page marked clean", step);
 		if (step % 997 == 0) {
-			hz_chunk_purge(c, step & 1, NULL);
-			cr_assert_eq(c->dirty_free, hz_chunk_dirty_free_pages(c), "after purge");
-			cr_assert_eq(c->clean_free, hz_chunk_clean_free_pages(c), "after purge");
+			hz_purge_chunk(c, step & 1, NULL);
+			cr_assert_eq(c->dirty_free, hz_chunk_count_free(c, c->dirty), "after purge");
+			cr_assert_eq(c->clean_free, hz_chunk_count_free(c, c->clean), "after purge");
 		}
 	}
 	for (size_t k = 0; k < live; k++)

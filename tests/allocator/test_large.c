@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../../allocator/budget.h"
+#include "../../allocator/chunk.h"
 #include "../../allocator/large.h"
 #include "../util/fillcheck.h"
 
@@ -29,11 +31,11 @@ Test(large, sizes_ownership_and_bad_pointers)
 	}
 	int local;
 	void *heap = malloc(64);
-	cr_assert_null(hz_reg_chunk(&local));
-	cr_assert_null(hz_reg_chunk(heap));
+	cr_assert_null(hz_chunk_of(&local));
+	cr_assert_null(hz_chunk_of(heap));
 	cr_assert_eq(hz_large_free(&local), -1);
 	cr_assert_eq(hz_large_free(heap), -1);
-	cr_assert_null(hz_reg_chunk((void *)~(uintptr_t)0));
+	cr_assert_null(hz_chunk_of((void *)~(uintptr_t)0));
 	free(heap);
 	errno = 0;
 	cr_assert_null(hz_large_alloc(0, 0));
@@ -53,7 +55,7 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 	size_t n = (size_t)100 << 20, bad;
 	unsigned char *p = hz_large_alloc(n, 1);
 	cr_assert_not_null(p);
-	cr_assert_null(hz_reg_chunk(p), "a huge block is not in a chunk");
+	cr_assert_null(hz_chunk_of(p), "a huge block is not in a chunk");
 	cr_assert_eq(hz_large_usable(p), n);
 	cr_assert(all_bytes(p, n, 0, &bad));
 	memset(p, 0xEE, n);
@@ -344,10 +346,10 @@ Test(large, window_used_and_widened_when_taken)
 {
 	void *c = hz_large_alloc(100000, 0), *h = hz_large_alloc((size_t)40 << 20, 0);
 	cr_assert(c && h);
-	cr_assert(hz_reg_maybe(c) && hz_reg_maybe(h), "%p %p outside the window", c, h);
+	cr_assert(hz_reg_in_window(c) && hz_reg_in_window(h), "%p %p outside the window", c, h);
 	int local;
 	void *heap = malloc(64);
-	cr_assert(!hz_reg_maybe(&local) && !hz_reg_maybe(heap) && !hz_reg_maybe(NULL));
+	cr_assert(!hz_reg_in_window(&local) && !hz_reg_in_window(heap) && !hz_reg_in_window(NULL));
 	cr_assert_eq(hz_large_free(c), 0);
 	cr_assert_eq(hz_large_free(h), 0);
 
@@ -368,9 +370,9 @@ Test(large, window_used_and_widened_when_taken)
 		blocks[i] = hz_large_alloc((size_t)(100 + i) << 20, 0);
 		cr_assert_not_null(blocks[i]);
 		memset(blocks[i], 1, 4096);
-		cr_assert(hz_reg_maybe(blocks[i]) && hz_large_owns(blocks[i]));
+		cr_assert(hz_reg_in_window(blocks[i]) && hz_large_owns(blocks[i]));
 	}
-	cr_assert(hz_reg_maybe(heap), "the window did not widen");
+	cr_assert(hz_reg_in_window(heap), "the window did not widen");
 	cr_assert(!hz_large_owns(heap));
 	for (int i = 0; i < 4; i++)
 		cr_assert_eq(hz_large_free(blocks[i]), 0);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../allocator/prim.h"
+#include "../../os/os.h"
 #include "../../arch/arch.h"
 #include "../util/fillcheck.h"
 #include "../util/guard.h"

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../allocator/prim.h"
+#include "../../os/os.h"
 #include "../../obs/counters.h"
 #include "../../obs/emit.h"
 #include "../../obs/obs.h"

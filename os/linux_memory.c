@@ -1,27 +1,19 @@
-/* The OS primitives on Linux (prim.h). Memory by raw syscall; files,
- * clock and environment through libc's wrappers of single system calls,
- * none of which allocates. errno is saved and restored around each. */
-#define _GNU_SOURCE /* SCHED_IDLE */
+/* The OS contract on Linux (os.h): the page size, memory by raw system
+ * call, and the batched release. errno is saved and restored around each call. */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/mman.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
-#include <sys/random.h>
-#include <sys/resource.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/sysinfo.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "prim.h"
+#include "linux.h"
+#include "os.h"
 
 #ifndef MADV_HUGEPAGE
 #define MADV_HUGEPAGE 14
@@ -36,31 +28,6 @@ void hz_os_init(void)
 		hz_page_size = ps;
 }
 
-uint64_t hz_os_random64(void)
-{
-	uint64_t v = 0;
-	int saved = errno;
-	long n = syscall(SYS_getrandom, &v, sizeof v, GRND_NONBLOCK);
-	errno = saved;
-	if (n == (long)sizeof v)
-		return v;
-	/* A kernel-placed address (randomised by ASLR) and the clock, mixed
-	 * (splitmix64's finaliser). */
-	v = (uint64_t)(uintptr_t)&v ^ hz_os_now_ns();
-	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-	return v ^ (v >> 31);
-}
-
-/* syscall() returns -1 and sets errno: the errno value, or 0, with errno
- * put back as it was. */
-static int status(long r, int saved)
-{
-	int e = r == -1 ? errno : 0;
-	errno = saved;
-	return e;
-}
-
 static long map_raw(void *at, size_t size, int flags)
 {
 	return syscall(SYS_mmap, at, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags,
@@ -70,7 +37,7 @@ static long map_raw(void *at, size_t size, int flags)
 int hz_os_unmap(void *p, size_t size)
 {
 	int saved = errno;
-	return status(syscall(SYS_munmap, p, size), saved);
+	return hz_os_status(syscall(SYS_munmap, p, size), saved);
 }
 
 int hz_os_map(size_t size, size_t align, void **out)
@@ -85,7 +52,7 @@ int hz_os_map(size_t size, size_t align, void **out)
 	size_t extra = align > ps ? align - ps : 0;
 	int saved = errno;
 	long r = map_raw(NULL, size + extra, MAP_NORESERVE);
-	if (status(r, saved))
+	if (hz_os_status(r, saved))
 		return ENOMEM;
 	uintptr_t m = (uintptr_t)r, a = (m + align - 1) & ~(uintptr_t)(align - 1);
 	size_t head = a - m, tail = extra - head;
@@ -120,7 +87,7 @@ int hz_os_map_at(void *at, size_t size, int hugetlb)
 	int flags = MAP_FIXED_NOREPLACE | (hugetlb ? MAP_HUGETLB | MAP_HUGE_2MB : MAP_NORESERVE);
 	int saved = errno;
 	long r = map_raw(at, size, flags);
-	int e = status(r, saved);
+	int e = hz_os_status(r, saved);
 	if (e)
 		return e == EEXIST ? EEXIST : ENOMEM;
 	if ((void *)r != at) { /* kernels before 4.17 take it as a hint */
@@ -133,20 +100,20 @@ int hz_os_map_at(void *at, size_t size, int hugetlb)
 int hz_os_hugepage(void *p, size_t size)
 {
 	int saved = errno;
-	return status(syscall(SYS_madvise, p, size, MADV_HUGEPAGE), saved);
+	return hz_os_status(syscall(SYS_madvise, p, size, MADV_HUGEPAGE), saved);
 }
 
 int hz_os_nohugepage(void *p, size_t size)
 {
 	int saved = errno;
-	return status(syscall(SYS_madvise, p, size, MADV_NOHUGEPAGE), saved);
+	return hz_os_status(syscall(SYS_madvise, p, size, MADV_NOHUGEPAGE), saved);
 }
 
 int hz_os_resident(const void *p)
 {
 	unsigned char v = 0;
 	int saved = errno;
-	return !status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
+	return !hz_os_status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
 }
 
 int hz_os_mapped(const void *p)
@@ -154,7 +121,7 @@ int hz_os_mapped(const void *p)
 	unsigned char v = 0;
 	int saved = errno;
 	void *page = (void *)((uintptr_t)p & ~(uintptr_t)(hz_page_size - 1));
-	return status(syscall(SYS_mincore, page, hz_page_size, &v), saved) != ENOMEM;
+	return hz_os_status(syscall(SYS_mincore, page, hz_page_size, &v), saved) != ENOMEM;
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -164,7 +131,7 @@ int hz_os_mapped(const void *p)
 int hz_os_populate(void *p, size_t size)
 {
 	int saved = errno;
-	return status(syscall(SYS_madvise, p, size, MADV_POPULATE_WRITE), saved);
+	return hz_os_status(syscall(SYS_madvise, p, size, MADV_POPULATE_WRITE), saved);
 }
 
 int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8])
@@ -179,7 +146,7 @@ int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8])
 	 * must read its own. */
 	int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
-		return status(-1, saved);
+		return hz_os_status(-1, saved);
 	off_t at = (off_t)((uintptr_t)p / hz_page_size * sizeof e[0]);
 	ssize_t r = pread(fd, e, n * sizeof e[0], at);
 	int err = r == (ssize_t)(n * sizeof e[0]) ? 0 : r < 0 ? errno : EIO;
@@ -196,7 +163,7 @@ int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8])
 int hz_os_dontneed(void *p, size_t size)
 {
 	int saved = errno;
-	return status(syscall(SYS_madvise, p, size, MADV_DONTNEED), saved);
+	return hz_os_status(syscall(SYS_madvise, p, size, MADV_DONTNEED), saved);
 }
 
 int hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst, void **out)
@@ -204,7 +171,7 @@ int hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst, void **out
 	int saved = errno;
 	long r = dst ? syscall(SYS_mremap, p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst)
 		     : syscall(SYS_mremap, p, old_size, new_size, MREMAP_MAYMOVE);
-	int e = status(r, saved);
+	int e = hz_os_status(r, saved);
 	if (!e)
 		*out = (void *)r;
 	return e;
@@ -319,255 +286,4 @@ void hz_os_release_batch(const struct hz_range *r, size_t n, struct hz_release_r
 		out->bytes += r[i].len;
 	}
 	errno = saved;
-}
-
-/* ---- limits ---- */
-
-void hz_os_memory(size_t *ram, size_t *swap)
-{
-	struct sysinfo si;
-	int saved = errno;
-	if (status(syscall(SYS_sysinfo, &si), saved)) {
-		*ram = *swap = 0;
-		return;
-	}
-	*ram = (size_t)si.totalram * si.mem_unit;
-	*swap = (size_t)si.totalswap * si.mem_unit;
-}
-
-static size_t rlimit_of(int which)
-{
-	struct rlimit r;
-	int saved = errno;
-	if (status(getrlimit(which, &r), saved) || r.rlim_cur == RLIM_INFINITY || r.rlim_cur > SIZE_MAX)
-		return SIZE_MAX;
-	return (size_t)r.rlim_cur;
-}
-
-void hz_os_address_limits(size_t *as, size_t *data)
-{
-	*as = rlimit_of(RLIMIT_AS);
-	*data = rlimit_of(RLIMIT_DATA);
-}
-
-/* ---- clock ---- */
-
-static uint64_t clock_ns(clockid_t id)
-{
-	struct timespec t;
-	clock_gettime(id, &t); /* vDSO: no system call, errno untouched on success */
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-uint64_t hz_os_now_ns(void)
-{
-	return clock_ns(CLOCK_MONOTONIC);
-}
-
-uint64_t hz_os_realtime_ns(void)
-{
-	return clock_ns(CLOCK_REALTIME);
-}
-
-void hz_os_sleep_ms(uint64_t ms)
-{
-	int saved = errno;
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-	errno = saved;
-}
-
-void hz_os_yield(void)
-{
-	int saved = errno;
-	sched_yield();
-	errno = saved;
-}
-
-/* ---- environment ---- */
-
-const char *hz_os_getenv(const char *name)
-{
-	/* AT_SECURE: the environment belongs to another user. */
-	return getauxval(AT_SECURE) ? NULL : getenv(name);
-}
-
-int hz_os_pid(void)
-{
-	return (int)getpid();
-}
-
-int hz_os_cwd(char *buf, size_t cap)
-{
-	int saved = errno;
-	return status(getcwd(buf, cap) ? 0 : -1, saved);
-}
-
-/* ---- stderr and files ---- */
-
-int hz_os_write_all(int fd, const void *buf, size_t n)
-{
-	int saved = errno, e = 0;
-	const char *p = buf;
-	while (n) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			e = w < 0 ? errno : EIO;
-			break;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	errno = saved;
-	return e;
-}
-
-void hz_os_log(const char *a, const char *b, const char *c)
-{
-	const char *parts[] = {"hugezero: ", a, b, c, "\n"};
-	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
-		if (parts[i] && hz_os_write_all(2, parts[i], strlen(parts[i])))
-			return;
-}
-
-int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len)
-{
-	int saved = errno;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return status(-1, saved);
-	ssize_t r;
-	while ((r = read(fd, buf, cap - 1)) < 0 && errno == EINTR)
-		;
-	int e = status(r < 0 ? -1 : 0, saved);
-	close(fd);
-	errno = saved;
-	if (e)
-		return e;
-	buf[r] = 0;
-	*len = (size_t)r;
-	return 0;
-}
-
-int hz_os_free_page_reporting(void)
-{
-	/* The features of every balloon device, one '0'/'1' per bit. */
-	static const char dir[] = "/sys/bus/virtio/drivers/virtio_balloon/virtio";
-	enum { F_REPORTING = 5 };
-	char path[sizeof dir + 16], bits[256];
-	memcpy(path, dir, sizeof dir - 1);
-	for (unsigned n = 0; n < 64; n++) {
-		char *q = path + sizeof dir - 1;
-		if (n >= 10)
-			*q++ = (char)('0' + n / 10);
-		*q++ = (char)('0' + n % 10);
-		memcpy(q, "/features", sizeof "/features");
-		size_t len;
-		if (!hz_os_read_file(path, bits, sizeof bits, &len) && len > F_REPORTING &&
-		    bits[F_REPORTING] == '1')
-			return 1;
-	}
-	return 0;
-}
-
-int hz_os_create_private(const char *path, int *out)
-{
-	int saved = errno, e = 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST) {
-		/* Non-blocking: a FIFO planted there must not hang the process. */
-		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		struct stat st;
-		if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
-				ftruncate(fd, 0))) {
-			close(fd);
-			fd = -1;
-			errno = EEXIST;
-		}
-	}
-	if (fd < 0)
-		e = errno;
-	else
-		*out = fd;
-	errno = saved;
-	return e;
-}
-
-void hz_os_close(int fd)
-{
-	int saved = errno;
-	close(fd);
-	errno = saved;
-}
-
-uint64_t hz_os_thread_cpu_ns(void)
-{
-	struct timespec t;
-	int saved = errno;
-	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)) {
-		errno = saved;
-		return 0;
-	}
-	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-int hz_os_thread_start(void *(*fn)(void *), void *arg)
-{
-	int saved = errno;
-	pthread_attr_t attr;
-	sigset_t all, old;
-	pthread_t t;
-	if (pthread_attr_init(&attr))
-		return EAGAIN;
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, (size_t)256 << 10);
-	/* The new thread inherits the mask: blocked from its first
-	 * instruction, so no process-directed signal is ever delivered to it. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&t, &attr, fn, arg);
-	if (e == EINVAL && !(e = pthread_create(&t, NULL, fn, arg))) /* a static TLS larger than the stack */
-		pthread_detach(t);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	errno = saved;
-	return e;
-}
-
-enum hz_sched hz_os_sched_background(void)
-{
-	int saved = errno;
-	struct sched_param sp = {0};
-	enum hz_sched r = HZ_SCHED_NORMAL;
-	/* Linux: pid 0 and who 0 name the calling thread, not the process. */
-	if (!sched_setscheduler(0, SCHED_IDLE, &sp))
-		r = HZ_SCHED_IDLE;
-	else if (!setpriority(PRIO_PROCESS, 0, 19))
-		r = HZ_SCHED_NICE19;
-	errno = saved;
-	return r;
-}
-
-static void *probe_main(void *arg)
-{
-	*(int *)arg = (int)hz_os_sched_background();
-	return NULL;
-}
-
-int hz_os_sched_background_probe(void)
-{
-	int saved = errno, got = -1;
-	pthread_t t;
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int e = pthread_create(&t, NULL, probe_main, &got);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (!e)
-		pthread_join(t, NULL);
-	errno = saved;
-	return e ? -1 : got;
 }

@@ -1,8 +1,8 @@
-/* allocator/prim.h: the library's one contract with the operating system,
- * the floor every room stands on: memory, page size, clock, environment,
- * stderr and small files. Linux is the one implementation
- * (prim_linux.c); nothing else in the library makes a system call or
- * reads the environment.
+/* os/os.h: the library's one contract with the operating system, the
+ * floor every room stands on (arch/, obs/, allocator/, preload/): memory,
+ * page size, clock, threads, environment, stderr and small files. Linux is
+ * the one implementation (linux_memory.c, linux_system.c); nothing else in
+ * the library makes a system call or reads the environment.
  *
  * Errors, one convention: a function that can fail returns 0, or the
  * errno value that describes the failure (a positive number), and gives
@@ -10,8 +10,8 @@
  * allocates, or takes a lock. The memory calls are raw system calls, so
  * that an interposed libc wrapper can never call back into the allocator
  * while it holds a lock. */
-#ifndef HZ_PRIM_H
-#define HZ_PRIM_H
+#ifndef HZ_OS_H
+#define HZ_OS_H
 
 #include <stddef.h>
 #include <stdint.h>

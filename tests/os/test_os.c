@@ -1,4 +1,4 @@
-/* The OS primitives: aligned mappings and the error convention (0 or an
+/* The OS contract (os/os.h): aligned mappings and the error convention (0 or an
  * errno value, errno itself untouched), batched release with its
  * fallback and its behaviour across fork, files and the clock. */
 #include <criterion/criterion.h>
@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../allocator/prim.h"
+#include "../../os/os.h"
 #include "../util/fillcheck.h"
 
 #define NB 64
@@ -40,7 +40,7 @@ static void blocks(unsigned char *p, struct hz_range *r)
 		r[i] = (struct hz_range){p + (size_t)i * HZ_HUGE_SIZE, HZ_HUGE_SIZE};
 }
 
-Test(prim, map_aligned_and_bad_sizes)
+Test(os, map_aligned_and_bad_sizes)
 {
 	for (size_t align = hz_page_size; align <= ((size_t)64 << 20); align *= 8) {
 		void *p = NULL;
@@ -82,7 +82,7 @@ static int kernel_batches(void)
 	return done == (long)hz_page_size;
 }
 
-Test(prim, release_batch_zeroes_in_few_syscalls)
+Test(os, release_batch_zeroes_in_few_syscalls)
 {
 	unsigned char *p = map_blocks();
 	struct hz_range r[NB];
@@ -111,7 +111,7 @@ Test(prim, release_batch_zeroes_in_few_syscalls)
 /* A batch the kernel completes only in part (a range in the middle is not
  * mapped): the rest is released range by range, the failure reported, so
  * that no caller counts the pages as zero. errno is left alone. */
-Test(prim, release_partial_batch_reports_failure)
+Test(os, release_partial_batch_reports_failure)
 {
 	size_t ps = hz_page_size;
 	void *m;
@@ -149,7 +149,7 @@ static void refuse_process_madvise(int e)
 
 /* In a child whose seccomp filter refuses process_madvise (as container
  * defaults may), the release still happens, range by range, counted. */
-Test(prim, release_fallback_under_seccomp)
+Test(os, release_fallback_under_seccomp)
 {
 	int errs[] = {EPERM, ENOSYS};
 	for (int i = 0; i < 2; i++) {
@@ -182,7 +182,7 @@ Test(prim, release_fallback_under_seccomp)
 
 /* A child must advise itself, never its parent through an inherited
  * pidfd: the parent's copy keeps its bytes while the child's reads zero. */
-Test(prim, release_after_fork_is_the_childs)
+Test(os, release_after_fork_is_the_childs)
 {
 	unsigned char *p = map_blocks();
 	struct hz_range r[NB];
@@ -208,9 +208,9 @@ Test(prim, release_after_fork_is_the_childs)
 /* Files: a small file read whole and NUL-terminated; a private file made
  * with mode 0600, an existing one of this user's truncated, and neither a
  * symlink followed nor a FIFO opened. errno untouched throughout. */
-Test(prim, files)
+Test(os, files)
 {
-	char dir[] = "/tmp/hz-prim-XXXXXX", path[128], link[128], fifo[128], buf[64];
+	char dir[] = "/tmp/hz-os-XXXXXX", path[128], link[128], fifo[128], buf[64];
 	size_t len = 99;
 	int fd;
 	cr_assert_not_null(mkdtemp(dir));
@@ -245,7 +245,7 @@ Test(prim, files)
 	rmdir(dir);
 }
 
-Test(prim, clock_and_environment)
+Test(os, clock_and_environment)
 {
 	uint64_t t0 = hz_os_now_ns();
 	hz_os_sleep_ms(20);

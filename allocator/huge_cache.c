@@ -1,0 +1,144 @@
+/* Huge blocks served from their arenas' caches (huge_cache.h). */
+#include "../obs/counters.h"
+#include "arena.h"
+#include "budget.h"
+#include "huge_cache.h"
+
+/* The cached block that fits `usable` bytes best, out of a's cache; one
+ * more than a quarter larger than `mapped` is cut to it (a's lock held). */
+static struct hz_huge *cache_take(struct hz_arena *a, size_t usable, size_t mapped)
+{
+	struct hz_huge **best = NULL;
+	for (struct hz_huge **pp = &a->cache; *pp; pp = &(*pp)->next)
+		if ((*pp)->mapped >= usable && (!best || (*pp)->mapped < (*best)->mapped))
+			best = pp;
+	if (!best)
+		return NULL;
+	struct hz_huge *h = *best;
+	*best = h->next;
+	a->cached -= h->mapped;
+	hz_arena_collide(a, NULL, 0, 0, h); /* before the cut unmaps any of it */
+	if (h->mapped > mapped && h->mapped - mapped > mapped / 4)
+		hz_huge_cut(h, mapped);
+	return h;
+}
+
+/* h handed out with usable bytes, counted (a's lock held); its first
+ * known_zero bytes need no clear; fresh when it is a new mapping. */
+static void hand_out(struct hz_arena *a, struct hz_huge *h, size_t usable, int zero, size_t known_zero,
+		     int fresh)
+{
+	h->size = usable;
+	h->live = 1;
+	a->allocated += usable;
+	hz_arena_count_alloc(a, usable, fresh ? usable : 0, zero);
+	if (zero) {
+		known_zero = known_zero < usable ? known_zero : usable;
+		a->n.known_zero += known_zero;
+		a->n.cleared_caller += usable - known_zero;
+	}
+}
+
+/* The first bytes of a cached block that read as zero. */
+static size_t known_zero(const struct hz_huge *h)
+{
+	return h->dirty ? h->cleared : h->mapped;
+}
+
+void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
+{
+	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
+	if (size <= HZ_LARGE_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
+		mapped = usable;
+	struct hz_arena *a = hz_arena_of_thread();
+	pthread_mutex_lock(&a->lock);
+	struct hz_huge *h = cache_take(a, usable, mapped);
+	size_t kz = 0;
+	if (h) {
+		kz = known_zero(h);
+		hand_out(a, h, usable, zero, kz, 0);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (h) {
+		/* Recycled memory is cleared here, hinted at its first page,
+		 * instead of being faulted in page by page by the kernel; what
+		 * the zeroer cleared already is left alone. */
+		if (zero && kz < usable) {
+			if (!kz && !(hz_calloc_release && !hz_os_dontneed(h->base, usable)))
+				hz_zero_hinted_counted(h->base, usable, h->base);
+			else if (kz)
+				hz_fill_counted(h->base + kz, 0, usable - kz);
+		}
+		h->dirty = 1;
+		h->cleared = 0;
+		h->shared = 0;
+		return h->base;
+	}
+	if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
+		return NULL;
+	*refill = 1;
+	pthread_mutex_lock(&a->lock);
+	hand_out(a, h, usable, zero, usable, 1);
+	pthread_mutex_unlock(&a->lock);
+	return h->base;
+}
+
+int hz_huge_cache_free(struct hz_huge *h)
+{
+	struct hz_arena *a = hz_arena_of(h->owner);
+	pthread_mutex_lock(&a->lock);
+	if (!h->live) {
+		pthread_mutex_unlock(&a->lock);
+		return -1;
+	}
+	h->live = 0;
+	a->n.nfree++;
+	h->freed = ++a->frees;
+	a->allocated -= h->size;
+	h->next = a->cache;
+	a->cache = h;
+	a->cached += h->mapped;
+	hz_budget_bound(a);
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+size_t hz_huge_cache_usable(struct hz_huge *h)
+{
+	struct hz_arena *a = hz_arena_of(h->owner);
+	pthread_mutex_lock(&a->lock);
+	size_t n = h->live ? h->size : 0;
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}
+
+int hz_huge_cache_resize(struct hz_huge *h, size_t size)
+{
+	struct hz_arena *a = hz_arena_of(h->owner);
+	size_t usable = hz_round_up(size, HZ_PAGE);
+	pthread_mutex_lock(&a->lock);
+	int ok = h->live && usable <= h->mapped &&
+		 hz_round_up(size, HZ_HUGE_SIZE) == hz_round_up(h->mapped, HZ_HUGE_SIZE);
+	if (ok) {
+		a->allocated = a->allocated - h->size + usable;
+		h->size = usable;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return ok ? 0 : -1;
+}
+
+void *hz_huge_cache_move(struct hz_huge *h, size_t size)
+{
+	/* The same arena lock for the whole move: the block stays live. */
+	struct hz_arena *a = hz_arena_of(h->owner);
+	size_t usable = hz_round_up(size, HZ_PAGE);
+	pthread_mutex_lock(&a->lock);
+	void *moved = NULL;
+	if (!hz_huge_remap(h, hz_round_up(size, HZ_HUGE_SIZE))) {
+		a->allocated = a->allocated - h->size + usable;
+		h->size = usable;
+		moved = h->base;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return moved;
+}

@@ -1,0 +1,20 @@
+/* allocator/purge.h: a chunk's free memory back to the kernel. Gathers
+ * its whole free 2 MiB blocks (dirty or clean) into ranges, adjacent ones
+ * merged, released in one batch (hz_os_release_batch) and marked neither
+ * dirty nor clean; never a huge page in use, nor the zeroer's claimed
+ * pages. Calls chunk.h and the OS. Lock held, as chunk.h. */
+#ifndef HZ_PURGE_H
+#define HZ_PURGE_H
+
+#include "chunk.h"
+
+#pragma GCC visibility push(hidden)
+
+/* With partial set it also releases the free pages in memory outside
+ * whole blocks (malloc_trim; not on hugetlb chunks). Returns the bytes
+ * released; *res, if not NULL, receives what the batches did. */
+size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_release_result *res);
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,113 @@
+/* Blocks in chunks (run.h). */
+#include "arena.h"
+#include "budget.h"
+#include "run.h"
+
+/* A run of npages in a's chunks, first fit (lock held); NULL when none.
+ * Away from the zeroer's piece where another run in memory fits: then no
+ * thread waits for it (claim.h). */
+static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t *clean_before)
+{
+	for (int avoid = 1; avoid >= 0; avoid--)
+		for (unsigned i = 0; i < a->nchunks; i++) {
+			void *p;
+			struct hz_chunk *c = a->chunks[i];
+			*clean_before = c->clean_free;
+			if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, avoid))) {
+				*cp = c;
+				return p;
+			}
+		}
+	return NULL;
+}
+
+/* A run of npages in a, a new chunk mapped when none has room and grow
+ * is set; NULL when none. */
+static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int *refill)
+{
+	struct hz_chunk *c = NULL;
+	size_t clean_before = 0;
+	pthread_mutex_lock(&a->lock);
+	void *p = fit(a, npages, &c, &clean_before);
+	if (!p && grow) {
+		pthread_mutex_unlock(&a->lock);
+		hz_arena_grow(a);
+		pthread_mutex_lock(&a->lock);
+		p = fit(a, npages, &c, &clean_before); /* another thread may have taken or added room */
+	}
+	struct hz_zero_plan plan;
+	if (p) {
+		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+		size_t fresh = c->taken_fresh << HZ_PAGE_SHIFT;
+		/* The reserve (chunk pages) refills up to what chunks handed out
+		 * not in memory; an arena's first block says nothing of what
+		 * comes next (a program that recycles it wants no reserve). */
+		if (a->n.nalloc)
+			a->missed += fresh;
+		if (fresh || c->clean_free != clean_before)
+			*refill = 1;
+		hz_arena_collide(a, c, i, i + npages, NULL);
+		if (zero) {
+			hz_chunk_zero_plan(c, p, &plan);
+			a->n.known_zero += plan.known_zero;
+			a->n.cleared_caller += (npages << HZ_PAGE_SHIFT) - plan.known_zero;
+		}
+		hz_chunk_mark_dirty(c, p); /* the program writes it from now on */
+		a->allocated += npages << HZ_PAGE_SHIFT;
+		hz_arena_count_alloc(a, npages << HZ_PAGE_SHIFT, fresh, zero);
+	}
+	pthread_mutex_unlock(&a->lock);
+	if (p && zero) /* outside the lock: the block is ours alone */
+		hz_chunk_zero_runs(c, &plan, p);
+	return p;
+}
+
+void *hz_run_alloc(size_t npages, int zero, int *refill)
+{
+	struct hz_arena *home = hz_arena_of_thread();
+	void *p = alloc_in(home, npages, zero, 1, refill);
+	/* No chunk could be mapped: room in the other arenas' chunks. */
+	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
+		p = alloc_in(&hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS], npages, zero, 0, refill);
+	return p;
+}
+
+size_t hz_run_usable(struct hz_chunk *c, const void *p)
+{
+	struct hz_arena *a = hz_arena_of(c->owner);
+	pthread_mutex_lock(&a->lock);
+	size_t n = hz_chunk_block_pages(c, p);
+	pthread_mutex_unlock(&a->lock);
+	return n << HZ_PAGE_SHIFT;
+}
+
+int hz_run_free(struct hz_chunk *c, void *p)
+{
+	struct hz_arena *a = hz_arena_of(c->owner);
+	pthread_mutex_lock(&a->lock);
+	size_t n = hz_chunk_free(c, p);
+	if (n) {
+		a->n.nfree++;
+		c->freed = ++a->frees;
+		a->allocated -= n << HZ_PAGE_SHIFT;
+		hz_budget_bound(a);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return n ? 0 : -1;
+}
+
+int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
+{
+	struct hz_arena *a = hz_arena_of(c->owner);
+	size_t np = hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT;
+	pthread_mutex_lock(&a->lock);
+	int ok = hz_chunk_resize(c, p, np) == 0;
+	if (ok) {
+		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+		if (np << HZ_PAGE_SHIFT > old) /* the pages taken after it */
+			hz_arena_collide(a, c, i + (old >> HZ_PAGE_SHIFT), i + np, NULL);
+		a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return ok ? 0 : -1;
+}

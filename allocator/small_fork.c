@@ -1,0 +1,41 @@
+/* The embedded jemalloc's fork handlers (small.h): its pthread_atfork,
+ * renamed, keeps them here; the library's one set of fork handlers runs
+ * them in their place in the order. No jemalloc symbol is referenced:
+ * the unit tests link this file without jemalloc. */
+#include <stddef.h>
+
+#include "small.h"
+
+static void (*je_prepare)(void), (*je_parent)(void), (*je_child)(void);
+/* Whether this fork's prepare ran jemalloc's (jemalloc may start on
+ * another thread during a fork: its parent and child handlers run only
+ * after its prepare did). */
+static int je_locked;
+
+int hz_je_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+	__atomic_store_n(&je_parent, parent, __ATOMIC_RELAXED);
+	__atomic_store_n(&je_child, child, __ATOMIC_RELAXED);
+	__atomic_store_n(&je_prepare, prepare, __ATOMIC_RELEASE);
+	return 0;
+}
+
+void hz_small_fork_prepare(void)
+{
+	void (*p)(void) = __atomic_load_n(&je_prepare, __ATOMIC_ACQUIRE);
+	je_locked = p != NULL;
+	if (p)
+		p();
+}
+
+void hz_small_fork_parent(void)
+{
+	if (je_locked)
+		je_parent();
+}
+
+void hz_small_fork_child(void)
+{
+	if (je_locked)
+		je_child();
+}

@@ -1,0 +1,289 @@
+/* The OS contract on Linux (os.h): start, limits, clock, threads,
+ * environment, stderr and files, through libc's wrappers of single system
+ * calls, none of which allocates. errno is saved and restored around each. */
+#define _GNU_SOURCE /* SCHED_IDLE */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "linux.h"
+#include "os.h"
+
+uint64_t hz_os_random64(void)
+{
+	uint64_t v = 0;
+	int saved = errno;
+	long n = syscall(SYS_getrandom, &v, sizeof v, GRND_NONBLOCK);
+	errno = saved;
+	if (n == (long)sizeof v)
+		return v;
+	/* A kernel-placed address (randomised by ASLR) and the clock, mixed
+	 * (splitmix64's finaliser). */
+	v = (uint64_t)(uintptr_t)&v ^ hz_os_now_ns();
+	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
+	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
+	return v ^ (v >> 31);
+}
+
+/* ---- limits ---- */
+
+void hz_os_memory(size_t *ram, size_t *swap)
+{
+	struct sysinfo si;
+	int saved = errno;
+	if (hz_os_status(syscall(SYS_sysinfo, &si), saved)) {
+		*ram = *swap = 0;
+		return;
+	}
+	*ram = (size_t)si.totalram * si.mem_unit;
+	*swap = (size_t)si.totalswap * si.mem_unit;
+}
+
+static size_t rlimit_of(int which)
+{
+	struct rlimit r;
+	int saved = errno;
+	if (hz_os_status(getrlimit(which, &r), saved) || r.rlim_cur == RLIM_INFINITY || r.rlim_cur > SIZE_MAX)
+		return SIZE_MAX;
+	return (size_t)r.rlim_cur;
+}
+
+void hz_os_address_limits(size_t *as, size_t *data)
+{
+	*as = rlimit_of(RLIMIT_AS);
+	*data = rlimit_of(RLIMIT_DATA);
+}
+
+/* ---- clock ---- */
+
+static uint64_t clock_ns(clockid_t id)
+{
+	struct timespec t;
+	clock_gettime(id, &t); /* vDSO: no system call, errno untouched on success */
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+uint64_t hz_os_now_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t hz_os_realtime_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}
+
+void hz_os_sleep_ms(uint64_t ms)
+{
+	int saved = errno;
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+	errno = saved;
+}
+
+void hz_os_yield(void)
+{
+	int saved = errno;
+	sched_yield();
+	errno = saved;
+}
+
+/* ---- environment ---- */
+
+const char *hz_os_getenv(const char *name)
+{
+	/* AT_SECURE: the environment belongs to another user. */
+	return getauxval(AT_SECURE) ? NULL : getenv(name);
+}
+
+int hz_os_pid(void)
+{
+	return (int)getpid();
+}
+
+int hz_os_cwd(char *buf, size_t cap)
+{
+	int saved = errno;
+	return hz_os_status(getcwd(buf, cap) ? 0 : -1, saved);
+}
+
+/* ---- stderr and files ---- */
+
+int hz_os_write_all(int fd, const void *buf, size_t n)
+{
+	int saved = errno, e = 0;
+	const char *p = buf;
+	while (n) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			e = w < 0 ? errno : EIO;
+			break;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	errno = saved;
+	return e;
+}
+
+void hz_os_log(const char *a, const char *b, const char *c)
+{
+	const char *parts[] = {"hugezero: ", a, b, c, "\n"};
+	for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+		if (parts[i] && hz_os_write_all(2, parts[i], strlen(parts[i])))
+			return;
+}
+
+int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len)
+{
+	int saved = errno;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hz_os_status(-1, saved);
+	ssize_t r;
+	while ((r = read(fd, buf, cap - 1)) < 0 && errno == EINTR)
+		;
+	int e = hz_os_status(r < 0 ? -1 : 0, saved);
+	close(fd);
+	errno = saved;
+	if (e)
+		return e;
+	buf[r] = 0;
+	*len = (size_t)r;
+	return 0;
+}
+
+int hz_os_free_page_reporting(void)
+{
+	/* The features of every balloon device, one '0'/'1' per bit. */
+	static const char dir[] = "/sys/bus/virtio/drivers/virtio_balloon/virtio";
+	enum { F_REPORTING = 5 };
+	char path[sizeof dir + 16], bits[256];
+	memcpy(path, dir, sizeof dir - 1);
+	for (unsigned n = 0; n < 64; n++) {
+		char *q = path + sizeof dir - 1;
+		if (n >= 10)
+			*q++ = (char)('0' + n / 10);
+		*q++ = (char)('0' + n % 10);
+		memcpy(q, "/features", sizeof "/features");
+		size_t len;
+		if (!hz_os_read_file(path, bits, sizeof bits, &len) && len > F_REPORTING &&
+		    bits[F_REPORTING] == '1')
+			return 1;
+	}
+	return 0;
+}
+
+int hz_os_create_private(const char *path, int *out)
+{
+	int saved = errno, e = 0;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		/* Non-blocking: a FIFO planted there must not hang the process. */
+		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		struct stat st;
+		if (fd >= 0 && (fstat(fd, &st) || st.st_uid != geteuid() || !S_ISREG(st.st_mode) ||
+				ftruncate(fd, 0))) {
+			close(fd);
+			fd = -1;
+			errno = EEXIST;
+		}
+	}
+	if (fd < 0)
+		e = errno;
+	else
+		*out = fd;
+	errno = saved;
+	return e;
+}
+
+void hz_os_close(int fd)
+{
+	int saved = errno;
+	close(fd);
+	errno = saved;
+}
+
+uint64_t hz_os_thread_cpu_ns(void)
+{
+	struct timespec t;
+	int saved = errno;
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)) {
+		errno = saved;
+		return 0;
+	}
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+int hz_os_thread_start(void *(*fn)(void *), void *arg)
+{
+	int saved = errno;
+	pthread_attr_t attr;
+	sigset_t all, old;
+	pthread_t t;
+	if (pthread_attr_init(&attr))
+		return EAGAIN;
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+	/* The new thread inherits the mask: blocked from its first
+	 * instruction, so no process-directed signal is ever delivered to it. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&t, &attr, fn, arg);
+	if (e == EINVAL && !(e = pthread_create(&t, NULL, fn, arg))) /* a static TLS larger than the stack */
+		pthread_detach(t);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	errno = saved;
+	return e;
+}
+
+enum hz_sched hz_os_sched_background(void)
+{
+	int saved = errno;
+	struct sched_param sp = {0};
+	enum hz_sched r = HZ_SCHED_NORMAL;
+	/* Linux: pid 0 and who 0 name the calling thread, not the process. */
+	if (!sched_setscheduler(0, SCHED_IDLE, &sp))
+		r = HZ_SCHED_IDLE;
+	else if (!setpriority(PRIO_PROCESS, 0, 19))
+		r = HZ_SCHED_NICE19;
+	errno = saved;
+	return r;
+}
+
+static void *probe_main(void *arg)
+{
+	*(int *)arg = (int)hz_os_sched_background();
+	return NULL;
+}
+
+int hz_os_sched_background_probe(void)
+{
+	int saved = errno, got = -1;
+	pthread_t t;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int e = pthread_create(&t, NULL, probe_main, &got);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (!e)
+		pthread_join(t, NULL);
+	errno = saved;
+	return e ? -1 : got;
+}

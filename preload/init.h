@@ -1,0 +1,16 @@
+/* preload/init.h: the library's constructor (init.c), below only the
+ * exported ABI. It configures every room from the options; nothing calls
+ * it. */
+#ifndef HZ_INIT_H
+#define HZ_INIT_H
+
+#pragma GCC visibility push(hidden)
+
+/* Referenced by malloc.c, so that a program linked with libhugezero.a,
+ * which takes only the objects it needs, takes the constructor with
+ * malloc. */
+extern const int hz_init_linked;
+
+#pragma GCC visibility pop
+
+#endif

@@ -1,0 +1,66 @@
+/* The allocator's start and the mode (start.h). Decided at the first
+ * call into the allocator, before it hands out a block, or by the
+ * constructor if it comes first: in either case no block of this
+ * allocator can reach glibc's free. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "../allocator/registry.h"
+#include "../allocator/small.h"
+#include "../os/os.h"
+#include "glibc.h"
+#include "options.h"
+#include "start.h"
+
+int hz_allocator_started;
+int hz_mode_off;
+
+/* The mode for mode ("on" or "off"): off only where glibc's allocator is
+ * there. Returns hz_mode_off. */
+static int decide_mode(const char *mode)
+{
+	int off = mode && !strcmp(mode, "off") && hz_glibc_malloc && hz_glibc_free;
+	if (mode && strcmp(mode, "off") && strcmp(mode, "on"))
+		hz_os_log("ignoring HUGEZERO_MODE: not on or off: ", mode, NULL);
+	/* The __libc_* references bind to the first definition: another
+	 * allocator preloaded after this library (tcmalloc, mimalloc) may
+	 * define them. Off means glibc, or nothing. */
+	Dl_info di;
+	if (off && !(dladdr((void *)hz_glibc_malloc, &di) && di.dli_fname &&
+		     strstr(di.dli_fname, "/libc.so."))) {
+		hz_os_log("ignoring HUGEZERO_MODE=off: __libc_malloc is not glibc's (another allocator "
+			  "is preloaded)", NULL, NULL);
+		off = 0;
+	}
+	hz_mode_off = off;
+	if (off) /* every free then reaches the slow path, which forwards */
+		hz_reg_widen();
+	return off;
+}
+
+/* Two threads' first calls may come at once (before the constructor, in
+ * a program whose other libraries start threads): one starts the
+ * allocator, the other waits for it, a few microseconds. A signal handler
+ * interrupting the start on its own thread does not wait for itself: it
+ * goes on with the allocator as it finds it. */
+void hz_allocator_start(void)
+{
+	static int starting;
+	static HZ_TLS int starting_here;
+	if (__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE) || starting_here)
+		return;
+	starting_here = 1;
+	if (__atomic_exchange_n(&starting, 1, __ATOMIC_ACQ_REL)) {
+		starting_here = 0;
+		while (!__atomic_load_n(&hz_allocator_started, __ATOMIC_ACQUIRE))
+			hz_os_yield();
+		return;
+	}
+	hz_os_init();
+	hz_options_load();
+	if (!decide_mode(hz_option(HZ_OPT_MODE)->str))
+		__atomic_store_n(&hz_large_min, hz_options_start_arenas(), __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
+	starting_here = 0;
+}

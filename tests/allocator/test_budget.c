@@ -1,0 +1,167 @@
+/* The arenas' budget (budget.h) and the arena's side of the claim
+ * (arena.h), linked with the budget and the rooms below it only: what
+ * goes back to the kernel first (least recently freed, a chunk's whole
+ * huge pages or a cached huge block), how much stays, the decay, a claimed
+ * block never unmapped, a handout that waits for the zeroer's clear, and
+ * malloc_trim's wait for the claim to end. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../allocator/budget.h"
+#include "../../allocator/huge.h"
+
+#define MiB ((size_t)1 << 20)
+
+/* A chunk of a whose first n huge pages were written and freed, at a's
+ * clock's next tick. */
+static struct hz_chunk *chunk_freed(struct hz_arena *a, size_t n)
+{
+	cr_assert_eq(hz_arena_grow(a), 0);
+	struct hz_chunk *c = a->chunks[a->nchunks - 1];
+	pthread_mutex_lock(&a->lock);
+	unsigned char *p = hz_chunk_alloc(c, n * HZ_HUGE_PAGES);
+	cr_assert_eq(p, c->base);
+	hz_chunk_mark_dirty(c, p);
+	memset(p, 0x42, n * HZ_HUGE_SIZE);
+	hz_chunk_free(c, p);
+	c->freed = ++a->frees;
+	pthread_mutex_unlock(&a->lock);
+	return c;
+}
+
+/* A huge block of a, written and put in its cache, at the next tick. */
+static struct hz_huge *cached(struct hz_arena *a, size_t bytes)
+{
+	struct hz_huge *h = hz_huge_map(bytes, bytes, (unsigned)(a - hz_arenas));
+	cr_assert_not_null(h);
+	memset(h->base, 0x24, bytes);
+	pthread_mutex_lock(&a->lock);
+	h->freed = ++a->frees;
+	h->next = a->cache;
+	a->cache = h;
+	a->cached += bytes;
+	pthread_mutex_unlock(&a->lock);
+	return h;
+}
+
+static int in_cache(struct hz_arena *a, struct hz_huge *h)
+{
+	for (struct hz_huge *q = a->cache; q; q = q->next)
+		if (q == h)
+			return 1;
+	return 0;
+}
+
+Test(budget, least_recently_freed_first)
+{
+	struct hz_arena *a = &hz_arenas[1];
+	hz_dirty_decay_ns = (uint64_t)3600 * 1000000000u;
+	hz_dirty_max = (size_t)1 << 40;
+	struct hz_huge *h1 = cached(a, 4 * MiB);        /* freed first */
+	struct hz_chunk *c = chunk_freed(a, 1);          /* then 2 MiB of a chunk */
+	struct hz_huge *h2 = cached(a, 4 * MiB);        /* last */
+	pthread_mutex_lock(&a->lock);
+	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB);
+	hz_budget_bound(a);
+	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB, "within the budget: all kept");
+	hz_dirty_max = 7 * MiB;
+	hz_budget_bound(a);
+	cr_assert(!in_cache(a, h1), "the oldest, a huge block, unmapped first");
+	cr_assert(in_cache(a, h2));
+	cr_assert_eq(c->dirty_free, HZ_HUGE_PAGES, "the chunk's pages kept: 6 MiB is within 7");
+	hz_dirty_max = 5 * MiB;
+	hz_budget_bound(a);
+	cr_assert_eq(c->dirty_free, 0, "the chunk's huge page next");
+	cr_assert(in_cache(a, h2), "4 MiB is within 5: the newest kept");
+	cr_assert_eq(hz_arena_free_bytes(a), 4 * MiB);
+	cr_assert_eq(a->n.purged, 6 * MiB);
+	cr_assert_eq(a->n.purges, 1, "the chunk in one batch");
+	cr_assert_eq(hz_budget_trim(a), 4 * MiB);
+	cr_assert_null(a->cache);
+	pthread_mutex_unlock(&a->lock);
+}
+
+Test(budget, decay_releases_all_and_claimed_blocks_stay)
+{
+	struct hz_arena *a = &hz_arenas[2];
+	hz_dirty_max = (size_t)1 << 40;
+	hz_dirty_decay_ns = 0; /* expired at once */
+	struct hz_huge *h = cached(a, 2 * MiB);
+	struct hz_huge *k = cached(a, 2 * MiB);
+	chunk_freed(a, 2);
+	a->missed = 8 * MiB;
+	pthread_mutex_lock(&a->lock);
+	hz_claim_set(a, NULL, 0, 0, k, 0, HZ_HUGE_SIZE, 0);
+	hz_budget_bound(a);
+	cr_assert(!in_cache(a, h), "decayed");
+	cr_assert(in_cache(a, k), "the zeroer's block is never unmapped under it");
+	cr_assert_eq(hz_arena_free_bytes(a), 2 * MiB);
+	cr_assert_eq(a->missed, 0, "the reserve empties with the decay");
+	hz_claim_end(HZ_HUGE_SIZE);
+	hz_budget_bound(a);
+	cr_assert_eq(hz_arena_free_bytes(a), 0);
+	pthread_mutex_unlock(&a->lock);
+}
+
+struct waiter {
+	struct hz_arena *a;
+	struct hz_chunk *c;
+	int trim;
+	uint64_t waited_ns;
+	size_t trimmed;
+};
+
+static void *wait_main(void *arg)
+{
+	struct waiter *w = arg;
+	pthread_mutex_lock(&w->a->lock);
+	uint64_t t0 = hz_os_now_ns();
+	if (w->trim)
+		w->trimmed = hz_budget_trim(w->a);
+	else
+		hz_arena_collide(w->a, w->c, 10, 20, NULL);
+	w->waited_ns = hz_os_now_ns() - t0;
+	pthread_mutex_unlock(&w->a->lock);
+	return NULL;
+}
+
+/* A thread collides with (or trims under) the zeroer's claim; the claim
+ * ends 50 ms later: the thread must have waited for it. */
+static void waits_for_the_claim(int trim)
+{
+	struct hz_arena *a = &hz_arenas[3];
+	hz_dirty_max = (size_t)1 << 40;
+	hz_dirty_decay_ns = (uint64_t)3600 * 1000000000u;
+	struct hz_chunk *c = chunk_freed(a, 1);
+	pthread_mutex_lock(&a->lock);
+	hz_claim_set(a, c, 0, 64, NULL, 0, 0, 0);
+	pthread_mutex_unlock(&a->lock);
+	struct waiter w = {a, c, trim, 0, 0};
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, wait_main, &w), 0);
+	for (int i = 0; i < 5000 && !__atomic_load_n(&hz_claim.taken, __ATOMIC_RELAXED); i++)
+		usleep(1000);
+	usleep(50 * 1000); /* the thread waits meanwhile */
+	pthread_mutex_lock(&a->lock);
+	cr_assert_eq(hz_claim.taken, 1, "the handout marked the piece taken");
+	cr_assert_eq(hz_claim_end(32 * HZ_PAGE), HZ_CLAIM_ABANDONED);
+	pthread_cond_broadcast(&a->claim_done);
+	pthread_mutex_unlock(&a->lock);
+	pthread_join(t, NULL);
+	cr_assert_geq(w.waited_ns, 40 * 1000000u, "waited %llu ns", (unsigned long long)w.waited_ns);
+	if (trim)
+		cr_assert_eq(w.trimmed, HZ_HUGE_SIZE, "trimmed once the claim ended");
+	cr_assert_eq(hz_claim_busy(a), 0);
+}
+
+Test(budget, a_handout_waits_for_the_clear)
+{
+	waits_for_the_claim(0);
+}
+
+Test(budget, trim_waits_for_the_claim)
+{
+	waits_for_the_claim(1);
+}

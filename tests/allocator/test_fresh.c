@@ -1,0 +1,150 @@
+/* Fresh memory (fresh.h), linked with fresh.c, the registry and the OS
+ * only: where new mappings go (the window, aligned, none twice; when the
+ * window is full, anywhere, and the window widens), and the page-size
+ * decision with its counters, in each HUGEZERO_FRESH mode. */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../../allocator/fresh.h"
+#include "../../allocator/registry.h"
+
+/* Runs fn in a child (the placement's cursor and the decision are for
+ * the life of a process): its exit status. */
+static int in_child(int (*fn)(void))
+{
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(fn());
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 100 + WTERMSIG(st);
+}
+
+static int places_in_window(void)
+{
+	hz_os_init();
+	void *p[8];
+	for (int i = 0; i < 8; i++) {
+		size_t size = (size_t)(i + 1) * HZ_HUGE_SIZE;
+		int hugetlb = 0;
+		if (hz_fresh_map(size, &hugetlb, &p[i]))
+			return 1;
+		if ((uintptr_t)p[i] % HZ_CHUNK_SIZE || !hz_reg_in_first_window(p[i], size))
+			return 2;
+		for (int j = 0; j < i; j++)
+			if (p[i] == p[j])
+				return 3;
+		((volatile char *)p[i])[size - 1] = 1; /* mapped, writable */
+	}
+	if (!hz_reg_in_window(p[0]) || hz_reg_in_window(&p))
+		return 4; /* not widened */
+	return 0;
+}
+
+Test(fresh, places_in_the_window)
+{
+	cr_assert_eq(in_child(places_in_window), 0);
+}
+
+/* The whole window taken by another mapping (PROT_NONE, no memory): the
+ * placement finds no room, maps anywhere, and widens the window. */
+static int widens_when_full(void)
+{
+	hz_os_init();
+	void *w = mmap((void *)HZ_REG_WINDOW_LO, HZ_REG_WINDOW, PROT_NONE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	if (w != (void *)HZ_REG_WINDOW_LO)
+		return 10; /* cannot set the case up */
+	void *p;
+	if (hz_fresh_place(HZ_CHUNK_SIZE, 0, &p))
+		return 1;
+	if (hz_reg_in_first_window(p, HZ_CHUNK_SIZE) || (uintptr_t)p % HZ_CHUNK_SIZE)
+		return 2;
+	if (!hz_reg_in_window(&p) || !hz_reg_in_window(p))
+		return 3; /* widened: every address asks the table */
+	return 0;
+}
+
+Test(fresh, widens_when_the_window_is_full)
+{
+	int r = in_child(widens_when_full);
+	if (r == 10)
+		cr_skip_test("the window could not be reserved by the test");
+	cr_assert_eq(r, 0, "step %d", r);
+}
+
+/* Each mode: the counters of one new mapping. */
+static int decide(int thp, enum hz_fresh_mode mode, int expect_huge_maps, int expect_small_maps)
+{
+	hz_os_init();
+	hz_fresh_setup(thp, mode);
+	void *p;
+	int hugetlb = 0;
+	if (hz_fresh_map(HZ_CHUNK_SIZE, &hugetlb, &p))
+		return 1;
+	struct hz_fresh_stats s;
+	hz_fresh_stats(&s);
+	if ((int)s.huge_maps != expect_huge_maps || (int)s.small_maps != expect_small_maps)
+		return 2;
+	if (expect_huge_maps && s.thp_advised + s.thp_refused != 1)
+		return 3; /* the advice counted, taken or refused */
+	if (!expect_huge_maps && s.thp_advised + s.thp_refused)
+		return 4;
+	if (mode != HZ_FRESH_AUTO && s.probes)
+		return 5; /* a forced mode never measures */
+	return 0;
+}
+
+static int forced_huge(void)
+{
+	return decide(1, HZ_FRESH_HUGE, 1, 0);
+}
+static int forced_small(void)
+{
+	return decide(1, HZ_FRESH_SMALL, 0, 1);
+}
+static int no_thp(void)
+{
+	return decide(0, HZ_FRESH_HUGE, 0, 0);
+}
+
+Test(fresh, forced_modes_and_no_thp)
+{
+	cr_assert_eq(in_child(forced_huge), 0, "HUGEZERO_FRESH=huge");
+	cr_assert_eq(in_child(forced_small), 0, "HUGEZERO_FRESH=small");
+	cr_assert_eq(in_child(no_thp), 0, "HUGEZERO_THP=0: no advice either way");
+}
+
+/* Auto: the first decision measures (unless the kernel reports free
+ * pages to its host, where small pages are chosen without measuring);
+ * the next within 10 s does not; a measurement asked for does. */
+static int auto_measures_once(void)
+{
+	hz_os_init();
+	hz_fresh_setup(1, HZ_FRESH_AUTO);
+	int d = hz_fresh_decide();
+	struct hz_fresh_stats s;
+	hz_fresh_stats(&s);
+	if (s.reporting)
+		return s.probes == 0 && d == 0 ? 0 : 1;
+	if (s.probes != 1 || d != s.huge)
+		return 2;
+	hz_fresh_decide();
+	hz_fresh_stats(&s);
+	if (s.probes != 1)
+		return 3;
+	int won = hz_fresh_probe();
+	hz_fresh_stats(&s);
+	if (s.probes != 2 || s.huge != won)
+		return 4;
+	return 0;
+}
+
+Test(fresh, auto_measures_once)
+{
+	cr_assert_eq(in_child(auto_measures_once), 0);
+}
