@@ -17,6 +17,12 @@
  *   churn_bench large OPS      20 live blocks of 5-25 MiB, one replaced per
  *                              op with malloc + memset 0 of the whole
  *                              block (C++'s new char[n]()); us per op
+ *   churn_bench memset0 OPS    memset of 1-256 B at random offsets of a
+ *   churn_bench memsetc OPS    4 KiB buffer, sizes and offsets from tables
+ *   churn_bench memsetv OPS    of 64K entries (more than a branch predictor
+ *   churn_bench memseti OPS    learns), through the PLT: value 0; 0xFF; a
+ *                              value drawn per call; the call's number;
+ *                              ns per call
  *
  * Output, one "key value" line each: malloc_from OBJECT, then
  * "MODE VALUE", then peak_rss_kib N. Exit status 1 and a message if an
@@ -169,20 +175,80 @@ static double large(long ops)
 	return t;
 }
 
+/* ---- small memset, through the PLT (-fno-builtin) ---- */
+
+#define MS_TABLE 65536
+static uint16_t ms_size[MS_TABLE], ms_off[MS_TABLE];
+static uint8_t ms_val[MS_TABLE];
+static unsigned char ms_buf[2 * 4096] __attribute__((aligned(4096)));
+
+/* value: 0, 0xFF, -1 for the table's, -2 for the call's number. */
+static double small_memset(long ops, int value)
+{
+	uint64_t rng = 0x2545F4914F6CDD1Dull;
+	for (int i = 0; i < MS_TABLE; i++) {
+		ms_size[i] = (uint16_t)(1 + xorshift(&rng) % 256);
+		ms_off[i] = (uint16_t)(xorshift(&rng) % (4096 - 256));
+		ms_val[i] = value == -1 ? (uint8_t)xorshift(&rng) : (uint8_t)value;
+	}
+	/* A warm-up pass over the tables, then the timed calls. */
+	for (int i = 0; i < MS_TABLE; i++)
+		memset(ms_buf + ms_off[i], ms_val[i], ms_size[i]);
+	double t0 = now_ns();
+	if (value == -2)
+		for (long i = 0; i < ops; i++) {
+			size_t k = (size_t)i & (MS_TABLE - 1);
+			memset(ms_buf + ms_off[k], (int)i, ms_size[k]);
+		}
+	else
+		for (long i = 0; i < ops; i++) {
+			size_t k = (size_t)i & (MS_TABLE - 1);
+			memset(ms_buf + ms_off[k], ms_val[k], ms_size[k]);
+		}
+	double ns = (now_ns() - t0) / (double)ops;
+	size_t k = (size_t)(ops - 1) & (MS_TABLE - 1);
+	uint8_t want = value == -2 ? (uint8_t)(ops - 1) : ms_val[k];
+	for (size_t j = 0; j < ms_size[k]; j++)
+		if (ms_buf[ms_off[k] + j] != want)
+			die("memset wrote the wrong bytes");
+	return ns;
+}
+
+static double memset0(long ops)
+{
+	return small_memset(ops, 0);
+}
+
+static double memsetc(long ops)
+{
+	return small_memset(ops, 0xFF);
+}
+
+static double memsetv(long ops)
+{
+	return small_memset(ops, -1);
+}
+
+static double memseti(long ops)
+{
+	return small_memset(ops, -2);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { const char *name; double (*fn)(long); } modes[] = {
-		{"prodcons", prodcons}, {"sweep", sweep}, {"realloc", grow}, {"large", large}};
+		{"prodcons", prodcons}, {"sweep", sweep}, {"realloc", grow}, {"large", large},
+		{"memset0", memset0}, {"memsetc", memsetc}, {"memsetv", memsetv}, {"memseti", memseti}};
 	long ops = argc == 3 ? atol(argv[2]) : 0;
 	for (size_t m = 0; ops > 0 && m < sizeof modes / sizeof modes[0]; m++) {
 		if (strcmp(argv[1], modes[m].name))
 			continue;
 		Dl_info di;
 		printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
-		printf("%s %.1f\n", modes[m].name, modes[m].fn(ops));
+		printf("%s %.3f\n", modes[m].name, modes[m].fn(ops));
 		printf("peak_rss_kib %ld\n", peak_rss_kib());
 		return 0;
 	}
-	fprintf(stderr, "usage: churn_bench prodcons|sweep|realloc|large OPS\n");
+	fprintf(stderr, "usage: churn_bench prodcons|sweep|realloc|large|memset0|memsetc|memsetv|memseti OPS\n");
 	return 2;
 }

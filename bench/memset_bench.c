@@ -3,8 +3,9 @@
  * Each measurement is repeated; the variants run in a new random order in
  * each repetition, so drift on a shared machine and the cache state one
  * variant leaves the next hit them all alike; the table gives the median
- * GB/s. Then: random small sizes (1..256 B), glibc
- * against the library's front end, and the first read of the hint page
+ * GB/s. Then: random small sizes (1..256 B, from tables of 64K entries)
+ * at random offsets, fill byte 0 and a fill byte drawn per call, glibc
+ * against the library's exported memset, and the first read of the hint page
  * after a 64 MiB clear, hinted against unhinted.
  *
  * usage: memset_bench [--max SIZE] [--reps N] [--csv FILE] [--fill BYTE]
@@ -88,14 +89,20 @@ static unsigned xorshift32(unsigned *s)
 	return *s;
 }
 
-/* ns per call over random sizes 1..256 at random offsets. */
-#define RND 4096
+/* ns per call over random sizes at random offsets, with the fill bytes
+ * of val (NULL: 0). Tables of 64K entries: more than a branch predictor
+ * learns. */
+#define RND 65536
 static double time_random_small(hz_fill_fn fn, unsigned char *buf, const uint16_t *size,
-				const uint8_t *off, int calls)
+				const uint16_t *off, const uint8_t *val, int calls)
 {
 	double t0 = now_ns();
-	for (int i = 0; i < calls; i++)
-		fn(buf + off[i & (RND - 1)], 0, size[i & (RND - 1)]);
+	if (!val)
+		for (int i = 0; i < calls; i++)
+			fn(buf + off[i & (RND - 1)], 0, size[i & (RND - 1)]);
+	else
+		for (int i = 0; i < calls; i++)
+			fn(buf + off[i & (RND - 1)], val[i & (RND - 1)], size[i & (RND - 1)]);
 	return (now_ns() - t0) / calls;
 }
 
@@ -228,25 +235,33 @@ int main(int argc, char **argv)
 		fflush(stdout);
 	}
 
-	/* Random small sizes: the common case must not get slower. */
-	static uint16_t size[RND];
-	static uint8_t off[RND];
+	/* Random small sizes at random offsets of a 4 KiB buffer, with fill
+	 * byte 0 and with a byte drawn per call: the common case must not get
+	 * slower, whatever the value. */
+	static uint16_t size[RND], off[RND];
+	static uint8_t val[RND];
 	unsigned seed = 12345;
 	for (int i = 0; i < RND; i++) {
 		size[i] = (uint16_t)(1 + xorshift32(&seed) % 256);
-		off[i] = (uint8_t)(xorshift32(&seed) % 64);
+		off[i] = (uint16_t)(xorshift32(&seed) % (4096 - 256));
+		val[i] = (uint8_t)xorshift32(&seed);
 	}
 	hz_fill_fn front = hz_memset;
 	int calls = 1000000, rr = reps < 31 ? 31 : reps;
-	double ts[2][101];
-	for (int r = 0; r < rr; r++) {
-		ts[r & 1][r] = time_random_small(r & 1 ? front : glibc_fill, buf, size, off, calls);
-		ts[!(r & 1)][r] = time_random_small(r & 1 ? glibc_fill : front, buf, size, off, calls);
+	double ts[2][101], g = 0, h = 0;
+	for (int vary = 0; vary < 2; vary++) {
+		for (int r = 0; r < rr; r++) {
+			const uint8_t *vv = vary ? val : NULL;
+			ts[r & 1][r] = time_random_small(r & 1 ? front : glibc_fill, buf, size, off, vv, calls);
+			ts[!(r & 1)][r] = time_random_small(r & 1 ? glibc_fill : front, buf, size, off, vv, calls);
+		}
+		g = median(ts[0], rr), h = median(ts[1], rr);
+		printf("%srandom sizes 1..256 B, random offsets, %s: glibc %.2f ns/call, hugezero %.2f "
+		       "ns/call, hugezero/glibc time %.3f\n", vary ? "" : "\n", vary ? "fill byte per call" : "fill byte 0",
+		       g, h, h / g);
+		fprintf(out, "random1-256%s,glibc_ns,%.3f\nrandom1-256%s,hugezero_ns,%.3f\n", vary ? "-vary" : "", g,
+			vary ? "-vary" : "", h);
 	}
-	double g = median(ts[0], rr), h = median(ts[1], rr);
-	printf("\nrandom sizes 1..256 B, random offsets: glibc %.2f ns/call, hugezero %.2f "
-	       "ns/call, hugezero/glibc time %.3f\n", g, h, h / g);
-	fprintf(out, "random1-256,glibc_ns,%.3f\nrandom1-256,hugezero_ns,%.3f\n", g, h);
 
 	/* The same sizes below 64 B ending where a mapping ends, before an
 	 * unmapped page (a buffer at the end of its mapping): a masked
@@ -254,16 +269,16 @@ int main(int argc, char **argv)
 	unsigned char *two = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (two == MAP_FAILED || mprotect(two + 4096, 4096, PROT_NONE))
 		return 1;
-	static uint8_t back[RND];
+	static uint16_t back[RND];
 	static uint16_t sz64[RND];
 	for (int i = 0; i < RND; i++) {
 		sz64[i] = (uint16_t)(1 + size[i] % 63);
-		back[i] = (uint8_t)(64 - sz64[i]); /* the fill ends at the page's end */
+		back[i] = (uint16_t)(64 - sz64[i]); /* the fill ends at the page's end */
 	}
 	unsigned char *edge = two + 4096 - 64;
 	for (int r = 0; r < rr; r++) {
-		ts[r & 1][r] = time_random_small(r & 1 ? front : glibc_fill, edge, sz64, back, calls);
-		ts[!(r & 1)][r] = time_random_small(r & 1 ? glibc_fill : front, edge, sz64, back, calls);
+		ts[r & 1][r] = time_random_small(r & 1 ? front : glibc_fill, edge, sz64, back, val, calls);
+		ts[!(r & 1)][r] = time_random_small(r & 1 ? glibc_fill : front, edge, sz64, back, val, calls);
 	}
 	g = median(ts[0], rr), h = median(ts[1], rr);
 	printf("random sizes 1..63 B ending before an unmapped page: glibc %.2f ns/call, hugezero "

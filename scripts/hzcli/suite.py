@@ -218,6 +218,8 @@ CASES = [
     ("sweep", "ns", bench_case("churn_bench", "sweep", "100000")),
     ("realloc", "ns", bench_case("churn_bench", "realloc", "2000000")),
     ("large", "us", bench_case("churn_bench", "large", "2000")),
+    ("memset 0", "ns", bench_case("churn_bench", "memset0", "20000000")),
+    ("memset varying", "ns", bench_case("churn_bench", "memsetv", "20000000")),
     ("calloc fresh 32M", "ns", bench_case("alloc_bench", "fresh", "32M")),
     ("calloc loop 32M", "ns", bench_case("alloc_bench", "loop", "32M")),
     ("calloc loop 256M", "ns", bench_case("alloc_bench", "loop", "256M")),
