@@ -10,6 +10,7 @@
 #define HZ_SMALL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "../obs/obs.h"
 
@@ -34,6 +35,15 @@ int hz_je_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*chi
 void hz_small_fork_prepare(void);
 void hz_small_fork_parent(void);
 void hz_small_fork_child(void);
+/* Its heap profiling's log, exp and round, libm's functions, and its
+ * unwinder's two, libgcc_s's (small_libs.c): so that neither library is
+ * loaded for them. */
+double hz_je_log(double x);
+double hz_je_exp(double x);
+double hz_je_round(double x);
+struct _Unwind_Context;
+int hz_je_unwind_backtrace(int (*fn)(struct _Unwind_Context *, void *), void *arg);
+uintptr_t hz_je_unwind_getip(struct _Unwind_Context *ctx);
 
 #pragma GCC visibility pop
 

@@ -42,12 +42,6 @@
 
 #define PAGE 4096
 
-static void die(const char *what)
-{
-	fprintf(stderr, "alloc_bench: %s\n", what);
-	exit(1);
-}
-
 /* Keeps the compiler from proving the block unused: a calloc + stores +
  * free it can see through may legally be deleted. */
 static inline void escape(void *p)

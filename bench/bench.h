@@ -32,6 +32,54 @@ static inline uint64_t xorshift(uint64_t *s)
 	return *s = x;
 }
 
+/* glibc's (errno.h with _GNU_SOURCE): the program's name. */
+extern char *program_invocation_short_name;
+
+/* The program's name and what went wrong, on stderr; exit status 1. */
+static inline void die(const char *what)
+{
+	fprintf(stderr, "%s: %s\n", program_invocation_short_name, what);
+	exit(1);
+}
+
+/* Log-uniform in [2^lo, 2^hi). */
+static inline size_t log_uniform(uint64_t *rng, unsigned lo, unsigned hi)
+{
+	uint64_t r = xorshift(rng);
+	unsigned bit = lo + (unsigned)(r % (hi - lo));
+	return ((size_t)1 << bit) + (size_t)((r >> 32) & (((size_t)1 << bit) - 1));
+}
+
+/* A benchmark mode: its name and its run of OPS operations (the figure
+ * it prints). */
+struct bench_mode {
+	const char *name;
+	double (*fn)(long ops);
+};
+
+/* Runs the mode argv[1] with OPS argv[2], printing malloc_from OBJECT,
+ * "MODE VALUE" and peak_rss_kib N; the exit status (2 and the usage for
+ * a mode not in the n of modes). Needs <dlfcn.h> and _GNU_SOURCE. */
+#define BENCH_MAIN(modes, n, argc, argv)                                                                 \
+	do {                                                                                             \
+		long ops_ = (argc) == 3 ? atol((argv)[2]) : 0;                                           \
+		for (size_t m_ = 0; ops_ > 0 && m_ < (n); m_++) {                                       \
+			if (strcmp((argv)[1], (modes)[m_].name))                                         \
+				continue;                                                                \
+			Dl_info di_;                                                                     \
+			printf("malloc_from %s\n",                                                       \
+			       dladdr((void *)malloc, &di_) && di_.dli_fname ? di_.dli_fname : "?");      \
+			printf("%s %.3f\n", (modes)[m_].name, (modes)[m_].fn(ops_));                     \
+			printf("peak_rss_kib %ld\n", peak_rss_kib());                                    \
+			return 0;                                                                        \
+		}                                                                                        \
+		fprintf(stderr, "usage: %s", program_invocation_short_name);                             \
+		for (size_t m_ = 0; m_ < (n); m_++)                                                      \
+			fprintf(stderr, "%s%s", m_ ? "|" : " ", (modes)[m_].name);                        \
+		fprintf(stderr, " OPS\n");                                                               \
+		return 2;                                                                                \
+	} while (0)
+
 /* Sorts v and returns its median. */
 static inline double median(double *v, int n)
 {

@@ -34,20 +34,6 @@
 
 #include "bench.h"
 
-static void die(const char *what)
-{
-	fprintf(stderr, "churn_bench: %s\n", what);
-	exit(1);
-}
-
-/* Log-uniform in [2^lo, 2^hi). */
-static size_t log_uniform(uint64_t *rng, unsigned lo, unsigned hi)
-{
-	uint64_t r = xorshift(rng);
-	unsigned bit = lo + (unsigned)(r % (hi - lo));
-	return ((size_t)1 << bit) + (size_t)((r >> 32) & (((size_t)1 << bit) - 1));
-}
-
 /* ---- prodcons: a single-producer single-consumer ring ---- */
 #define RING 4096
 static unsigned char *ring[RING];
@@ -236,19 +222,8 @@ static double memseti(long ops)
 
 int main(int argc, char **argv)
 {
-	static const struct { const char *name; double (*fn)(long); } modes[] = {
+	static const struct bench_mode modes[] = {
 		{"prodcons", prodcons}, {"sweep", sweep}, {"realloc", grow}, {"large", large},
 		{"memset0", memset0}, {"memsetc", memsetc}, {"memsetv", memsetv}, {"memseti", memseti}};
-	long ops = argc == 3 ? atol(argv[2]) : 0;
-	for (size_t m = 0; ops > 0 && m < sizeof modes / sizeof modes[0]; m++) {
-		if (strcmp(argv[1], modes[m].name))
-			continue;
-		Dl_info di;
-		printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
-		printf("%s %.3f\n", modes[m].name, modes[m].fn(ops));
-		printf("peak_rss_kib %ld\n", peak_rss_kib());
-		return 0;
-	}
-	fprintf(stderr, "usage: churn_bench prodcons|sweep|realloc|large|memset0|memsetc|memsetv|memseti OPS\n");
-	return 2;
+	BENCH_MAIN(modes, sizeof modes / sizeof modes[0], argc, argv);
 }

@@ -1,5 +1,7 @@
 /* The arms' statistics (ab.h): histogram buckets, quantiles and the B/A
- * interval. Pure functions of their arguments. */
+ * interval. Pure functions of their arguments. No libm: ldexp and frexp
+ * are libc's, the square root the instruction (-fno-math-errno), so a
+ * program that does not load libm does not load it for the library. */
 #include <math.h>
 
 #include "ab.h"
@@ -39,7 +41,7 @@ void hz_ab_compare(const struct hz_ab_cell *a, const struct hz_ab_cell *b, struc
 	r->ratio = r->mean_b / r->mean_a;
 	/* var(mB/mA) ~ r^2 (var(mB)/mB^2 + var(mA)/mA^2) */
 	double rel = vb / (nb * r->mean_b * r->mean_b) + va / (na * r->mean_a * r->mean_a);
-	double half = 1.96 * r->ratio * sqrt(rel);
+	double half = 1.96 * r->ratio * __builtin_sqrt(rel);
 	r->lo = r->ratio - half;
 	r->hi = r->ratio + half;
 	r->verdict = r->hi < 1 ? "B faster" : r->lo > 1 ? "B slower" : "no difference";
@@ -52,7 +54,9 @@ double hz_ab_quantile(const uint64_t *h, double q)
 		total += h[b];
 	if (!total)
 		return 0;
-	uint64_t want = (uint64_t)ceil(q * (double)total);
+	double x = q * (double)total; /* ceil, for 0 <= x <= total */
+	uint64_t want = (uint64_t)x;
+	want += (double)want < x;
 	for (int b = 0; b < HZ_AB_BUCKETS; b++) {
 		seen += h[b];
 		if (seen >= want && seen)

@@ -12,8 +12,15 @@ map=$out.syms
 # Its own memset calls go to hugezero's uncounted entry (preload/memset.c):
 # the library's housekeeping is not the program's memset.
 echo "memset hz_je_memset" >>"$map"
-# Its fork handlers are run by hugezero's, in their place (preload/fork.h).
+# Its fork handlers are run by hugezero's, in their place (allocator/small.h).
 echo "pthread_atfork hz_je_pthread_atfork" >>"$map"
+# Its profiling's log, exp, round and unwinder are hugezero's
+# (allocator/small_libs.c): no libm, no libgcc_s.
+echo "log hz_je_log" >>"$map"
+echo "exp hz_je_exp" >>"$map"
+echo "round hz_je_round" >>"$map"
+echo "_Unwind_Backtrace hz_je_unwind_backtrace" >>"$map"
+echo "_Unwind_GetIP hz_je_unwind_getip" >>"$map"
 # Never empty: jemalloc defines mallocx at least.
 grep -q '^mallocx ' "$map"
 "$objcopy" --redefine-syms="$map" "$in" "$out.tmp"

@@ -1,0 +1,217 @@
+/* Multi-threaded small-object patterns, the ones public allocator
+ * benchmarks use to tell allocators apart: plain malloc/free from several
+ * threads, so whatever allocator is preloaded (or glibc's) serves them;
+ * the workload suite runs each under every allocator.
+ *
+ *   threads_bench server OPS   a server simulation (after larson): 2
+ *                              threads, each with 1000 slots; per op a
+ *                              random slot's block is freed and a block of
+ *                              16-1024 B (log-uniform) takes its place;
+ *                              every OPS/16 ops a thread retires and hands
+ *                              its slots to a new thread, which frees what
+ *                              the old one allocated; ns per op
+ *   threads_bench scratch OPS  false sharing (after cache-scratch): the
+ *                              main thread allocates two 8-byte objects and
+ *                              hands one to each of 2 threads, which free
+ *                              it, then malloc an 8-byte object, write it
+ *                              500 times and free it, OPS times each; ns
+ *                              per malloc/write/free round
+ *   threads_bench grow OPS     4 threads, each growing a live set of
+ *                              blocks of 16-256 B: per op two blocks
+ *                              allocated and one random live block freed,
+ *                              the rest freed at the end; ns per op
+ *   threads_bench leak OPS     2 threads allocating blocks of 16-512 B in
+ *                              batches of 100, freeing 90 of each batch at
+ *                              once and leaking 10 (a steady leak); ns per
+ *                              block
+ *
+ * Output, one "key value" line each: malloc_from OBJECT, "MODE VALUE",
+ * peak_rss_kib N. Exit status 1 and a message when an allocation fails or
+ * a block's bytes are not what its thread wrote. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bench.h"
+
+static unsigned char *get(size_t n, unsigned char tag)
+{
+	unsigned char *p = malloc(n);
+	if (!p)
+		die("malloc failed");
+	p[0] = tag;
+	p[n - 1] = tag;
+	return p;
+}
+
+/* Runs fn(arg[i]) on n threads at once; the wall time in ns. */
+static double on_threads(int n, void *(*fn)(void *), void *arg, size_t stride)
+{
+	pthread_t t[16];
+	double t0 = now_ns();
+	for (int i = 0; i < n; i++)
+		if (pthread_create(&t[i], NULL, fn, (char *)arg + (size_t)i * stride))
+			die("pthread_create failed");
+	for (int i = 0; i < n; i++)
+		pthread_join(t[i], NULL);
+	return now_ns() - t0;
+}
+
+/* ---- server: slots handed to a new thread as threads retire ---- */
+
+#define SLOTS 1000
+struct server {
+	unsigned char *slot[SLOTS];
+	size_t len[SLOTS];
+	long left;      /* ops left for this lineage of threads */
+	long per;       /* ops before a thread retires */
+	uint64_t rng;
+};
+
+static void *server_main(void *arg)
+{
+	struct server *s = arg;
+	long n = s->left < s->per ? s->left : s->per;
+	for (long i = 0; i < n; i++) {
+		size_t k = xorshift(&s->rng) % SLOTS;
+		if (s->slot[k][0] != (unsigned char)k || s->slot[k][s->len[k] - 1] != (unsigned char)k)
+			die("a block's bytes changed");
+		free(s->slot[k]);
+		s->len[k] = log_uniform(&s->rng, 4, 10);
+		s->slot[k] = get(s->len[k], (unsigned char)k);
+	}
+	s->left -= n;
+	if (s->left > 0) { /* retire: a new thread takes the slots */
+		pthread_t t;
+		if (pthread_create(&t, NULL, server_main, s))
+			die("pthread_create failed");
+		pthread_join(t, NULL);
+	}
+	return NULL;
+}
+
+static double server(long ops)
+{
+	static struct server s[2];
+	for (int i = 0; i < 2; i++) {
+		s[i].rng = 0x9E3779B97F4A7C15ull * (uint64_t)(i + 1);
+		s[i].left = ops / 2;
+		s[i].per = ops / 16 > 0 ? ops / 16 : 1;
+		for (size_t k = 0; k < SLOTS; k++) {
+			s[i].len[k] = log_uniform(&s[i].rng, 4, 10);
+			s[i].slot[k] = get(s[i].len[k], (unsigned char)k);
+		}
+	}
+	double ns = on_threads(2, server_main, s, sizeof s[0]);
+	for (int i = 0; i < 2; i++)
+		for (size_t k = 0; k < SLOTS; k++)
+			free(s[i].slot[k]);
+	return ns / (double)ops;
+}
+
+/* ---- scratch: objects of the main thread's, then each thread's own ---- */
+
+struct scratch {
+	unsigned char *given;
+	long rounds;
+} __attribute__((aligned(64)));
+
+static void *scratch_main(void *arg)
+{
+	struct scratch *s = arg;
+	free(s->given);
+	for (long r = 0; r < s->rounds; r++) {
+		volatile unsigned char *p = get(8, 1);
+		for (int w = 0; w < 500; w++)
+			p[w & 7] = (unsigned char)w;
+		if (p[7] != (unsigned char)495) /* the last write to byte 7 */
+			die("an object's bytes changed");
+		free((void *)p);
+	}
+	return NULL;
+}
+
+static double scratch(long ops)
+{
+	static struct scratch s[2];
+	for (int i = 0; i < 2; i++) {
+		s[i].given = get(8, 0);
+		s[i].rounds = ops;
+	}
+	return on_threads(2, scratch_main, s, sizeof s[0]) / (double)ops;
+}
+
+/* A thread's share of ops and its own random sequence. */
+struct worker {
+	long ops;
+	uint64_t rng;
+} __attribute__((aligned(64)));
+
+/* ops shared by n threads running fn; ns per op. */
+static double on_workers(int n, void *(*fn)(void *), long ops)
+{
+	static struct worker w[16];
+	for (int i = 0; i < n; i++) {
+		w[i].ops = ops / n;
+		w[i].rng = 0xD1B54A32D192ED03ull * (uint64_t)(i + 1);
+	}
+	return on_threads(n, fn, w, sizeof w[0]) / (double)ops;
+}
+
+/* ---- grow: live sets growing on 4 threads ---- */
+
+static void *grow_main(void *arg)
+{
+	struct worker *g = arg;
+	size_t cap = (size_t)g->ops + 2, n = 0;
+	unsigned char **live = malloc(cap * sizeof *live);
+	if (!live)
+		die("malloc failed");
+	for (long i = 0; i < g->ops; i++) {
+		live[n++] = get(log_uniform(&g->rng, 4, 8), (unsigned char)i);
+		live[n++] = get(log_uniform(&g->rng, 4, 8), (unsigned char)i);
+		size_t k = xorshift(&g->rng) % n;
+		free(live[k]);
+		live[k] = live[--n];
+	}
+	for (size_t k = 0; k < n; k++)
+		free(live[k]);
+	free(live);
+	return NULL;
+}
+
+static double grow(long ops)
+{
+	return on_workers(4, grow_main, ops);
+}
+
+/* ---- leak: a tenth of every batch never freed ---- */
+
+static void *leak_main(void *arg)
+{
+	struct worker *l = arg;
+	unsigned char *batch[100];
+	for (long b = 0; b < l->ops / 100; b++) {
+		for (int i = 0; i < 100; i++)
+			batch[i] = get(log_uniform(&l->rng, 4, 9), (unsigned char)i);
+		for (int i = 0; i < 90; i++) {
+			if (batch[i][0] != (unsigned char)i)
+				die("a block's bytes changed");
+			free(batch[i]);
+		}
+	}
+	return NULL;
+}
+
+static double leak(long ops)
+{
+	return on_workers(2, leak_main, ops);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct bench_mode modes[] = {
+		{"server", server}, {"scratch", scratch}, {"grow", grow}, {"leak", leak}};
+	BENCH_MAIN(modes, sizeof modes / sizeof modes[0], argc, argv);
+}
