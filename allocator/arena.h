@@ -25,6 +25,7 @@ struct hz_arena_counters {
 	uint64_t hugetlb_chunks, hugetlb_fallbacks;
 	uint64_t cleared_caller;               /* bytes calloc cleared on the caller's thread */
 	uint64_t reserve_hits, reserve_misses; /* blocks handed out all in memory, or not */
+	uint64_t unused_cleared;               /* bytes of cached huge blocks the zeroer cleared, unmapped unused */
 };
 
 struct hz_arena {

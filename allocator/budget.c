@@ -58,6 +58,7 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 	*hp = h->next;
 	a->cached -= bytes;
 	a->n.purged += bytes;
+	a->n.unused_cleared += h->dirty ? h->cleared : h->mapped;
 	hz_huge_destroy(h);
 	return bytes;
 }

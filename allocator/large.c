@@ -180,6 +180,9 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->reserve_hits += a->n.reserve_hits;
 		out->reserve_misses += a->n.reserve_misses;
 		out->reserve_bytes += hz_arena_clean_bytes(a);
+		out->reserve_unused_bytes += a->n.unused_cleared;
+		for (unsigned k = 0; k < a->nchunks; k++)
+			out->reserve_unused_bytes += a->chunks[k]->clean_released << HZ_PAGE_SHIFT;
 		pthread_mutex_unlock(&a->lock);
 	}
 	out->pressure_checks = __atomic_load_n(&pressure_checks, __ATOMIC_RELAXED);
@@ -217,6 +220,9 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "reserve.bytes", s.reserve_bytes, 1);
 	fn(arg, "reserve.hits", s.reserve_hits, 0);
 	fn(arg, "reserve.misses", s.reserve_misses, 0);
+	/* What the zeroer cleared or populated that no block took before it
+	 * was released: work that did not pay. */
+	fn(arg, "reserve.unused_bytes", s.reserve_unused_bytes, 0);
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
 	fn(arg, "limits.cgroup_bytes", limit == HZ_LIMIT_NONE ? 0 : limit, 1); /* 0: none */
 	fn(arg, "limits.dirty_max_bytes", __atomic_load_n(&hz_dirty_max, __ATOMIC_RELAXED), 1);

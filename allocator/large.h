@@ -98,6 +98,7 @@ struct hz_large_stats {
 	uint64_t thp_advised, thp_refused;
 	uint64_t cleared_caller, reserve_hits, reserve_misses;
 	size_t reserve_bytes; /* free clean pages: pre-cleared or populated */
+	uint64_t reserve_unused_bytes; /* the zeroer's work released before a block took it */
 	uint64_t pressure_checks, pressure_releases, pressure_bytes; /* near the cgroup's limit */
 };
 void hz_large_stats(struct hz_large_stats *out);

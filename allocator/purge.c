@@ -30,7 +30,9 @@ static void flush(struct gather *g)
 	} else {
 		for (size_t k = 0; k < g->n; k++) {
 			g->c->dirty_free -= hz_bits_count(g->c->dirty, g->lo[k], g->hi[k]);
-			g->c->clean_free -= hz_bits_count(g->c->clean, g->lo[k], g->hi[k]);
+			size_t clean = hz_bits_count(g->c->clean, g->lo[k], g->hi[k]);
+			g->c->clean_free -= clean;
+			g->c->clean_released += clean;
 			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);

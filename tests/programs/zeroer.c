@@ -270,7 +270,8 @@ static int exits(void)
 /* The reserve: with HUGEZERO_RESERVE=16M and HUGEZERO_DIRTY_DECAY_MS=300
  * (zeroer.sh), blocks of fresh memory kept one after another are found in
  * memory, the reserve never holds more than its limit, it is gone once the
- * program has stopped allocating for the delay, and the idle thread ends. */
+ * program has stopped allocating for the delay (counted as unused), and
+ * the idle thread ends. */
 static int reserve(void)
 {
 	unsigned char *b[12];
@@ -290,8 +291,15 @@ static int reserve(void)
 			(unsigned long long)hits);
 		return 1;
 	}
+	uint64_t before = stat("reserve.bytes"), unused0 = stat("reserve.unused_bytes");
 	usleep(1500000);
-	uint64_t left = stat("reserve.bytes");
+	uint64_t left = stat("reserve.bytes"), unused = stat("reserve.unused_bytes") - unused0;
+	/* What the decay released of the reserve is the zeroer's work unused. */
+	if (unused < before || unused > populated + stat("background.cleared_bytes")) {
+		fprintf(stderr, "zeroer: %llu bytes of reserve released by the decay, %llu counted unused\n",
+			(unsigned long long)before, (unsigned long long)unused);
+		return 1;
+	}
 	usleep(1500000);
 	if (left || !stat("background.exits") || stat("background.running")) {
 		fprintf(stderr, "zeroer: %llu bytes of reserve after the decay; %llu exits, running %llu\n",
