@@ -84,32 +84,48 @@ int hz_arena_grow(struct hz_arena *a)
 	return r;
 }
 
-size_t hz_arena_clean_bytes(const struct hz_arena *a)
+/* a's free chunk pages in memory: clean ones, and with dirty set the
+ * dirty ones too (lock held). */
+static size_t free_pages(const struct hz_arena *a, int dirty)
 {
 	size_t pages = 0;
 	for (unsigned k = 0; k < a->nchunks; k++)
-		pages += a->chunks[k]->clean_free;
-	return pages << HZ_PAGE_SHIFT;
+		pages += a->chunks[k]->clean_free + (dirty ? a->chunks[k]->dirty_free : 0);
+	return pages;
+}
+
+size_t hz_arena_clean_bytes(const struct hz_arena *a)
+{
+	return free_pages(a, 0) << HZ_PAGE_SHIFT;
 }
 
 size_t hz_arena_free_bytes(const struct hz_arena *a)
 {
-	size_t pages = 0;
-	for (unsigned k = 0; k < a->nchunks; k++)
-		pages += a->chunks[k]->dirty_free + a->chunks[k]->clean_free;
-	return (pages << HZ_PAGE_SHIFT) + a->cached;
+	return (free_pages(a, 1) << HZ_PAGE_SHIFT) + a->cached;
 }
 
-size_t hz_arenas_sum(size_t (*bytes)(const struct hz_arena *a))
+/* The sum over every arena, each under its lock, of its free bytes in
+ * memory, or with clean set its clean chunk pages only. */
+static size_t sum(int clean)
 {
-	size_t sum = 0;
+	size_t bytes = 0;
 	for (int i = 0; i < HZ_ARENAS; i++) {
 		struct hz_arena *a = &hz_arenas[i];
 		pthread_mutex_lock(&a->lock);
-		sum += bytes(a);
+		bytes += clean ? hz_arena_clean_bytes(a) : hz_arena_free_bytes(a);
 		pthread_mutex_unlock(&a->lock);
 	}
-	return sum;
+	return bytes;
+}
+
+size_t hz_arenas_free_bytes(void)
+{
+	return sum(0);
+}
+
+size_t hz_arenas_clean_bytes(void)
+{
+	return sum(1);
 }
 
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
@@ -125,14 +141,15 @@ void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int ze
 	}
 }
 
-size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes)
+size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_purge_result *r, size_t bytes)
 {
-	if (r->ranges) {
+	if (r->batch.ranges) {
 		a->n.purges++;
-		a->n.purge_ranges += r->ranges;
-		a->n.purge_syscalls += r->syscalls;
-		a->n.purge_fallbacks += r->fallbacks;
+		a->n.purge_ranges += r->batch.ranges;
+		a->n.purge_syscalls += r->batch.syscalls;
+		a->n.purge_fallbacks += r->batch.fallbacks;
 	}
+	a->n.unused += r->clean_bytes;
 	a->n.purged += bytes;
 	return bytes;
 }

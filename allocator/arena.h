@@ -14,6 +14,7 @@
 #include "chunk.h"
 #include "claim.h"
 #include "layout.h"
+#include "purge.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -25,7 +26,7 @@ struct hz_arena_counters {
 	uint64_t hugetlb_chunks, hugetlb_fallbacks;
 	uint64_t cleared_caller;               /* bytes calloc cleared on the caller's thread */
 	uint64_t reserve_hits, reserve_misses; /* blocks handed out all in memory, or not */
-	uint64_t unused_cleared;               /* bytes of cached huge blocks the zeroer cleared, unmapped unused */
+	uint64_t unused;                       /* bytes the zeroer cleared or populated, released before a block took them */
 };
 
 struct hz_arena {
@@ -67,14 +68,15 @@ size_t hz_arena_free_bytes(const struct hz_arena *a);
  * reserve. */
 size_t hz_arena_clean_bytes(const struct hz_arena *a);
 
-/* The sum of bytes(a) over every arena, each under its lock. */
-size_t hz_arenas_sum(size_t (*bytes)(const struct hz_arena *a));
+/* The same over every arena, each under its lock (no lock held). */
+size_t hz_arenas_free_bytes(void);
+size_t hz_arenas_clean_bytes(void);
 
 /* A block handed out (lock held): counted, with zero set as calloc's;
  * fresh of its bytes were not in memory. */
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
-/* One batched release of bytes, counted (lock held); returns bytes. */
-size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_release_result *r, size_t bytes);
+/* One purge of bytes, counted (lock held); returns bytes. */
+size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_purge_result *r, size_t bytes);
 
 /* Before memory of a (lock held) is handed out or unmapped: chunk c's
  * pages [lo, hi), or with c NULL the cached block h. An overlapping claim

@@ -5,9 +5,9 @@
 #include "limits.h"
 #include "purge.h"
 
-size_t hz_dirty_max;
-uint64_t hz_dirty_decay_ns;
-size_t hz_reserve_max;
+size_t hz_budget_dirty_max;
+uint64_t hz_budget_decay_ns;
+size_t hz_budget_reserve_max;
 /* As configured, before a cgroup's limit bounds them. */
 static size_t dirty_max_cfg, reserve_cfg;
 
@@ -19,7 +19,7 @@ void hz_budget_setup(size_t dirty_max, uint64_t decay_ms, size_t reserve)
 {
 	dirty_max_cfg = dirty_max;
 	reserve_cfg = reserve;
-	hz_dirty_decay_ns = decay_ms * 1000000u;
+	hz_budget_decay_ns = decay_ms * 1000000u;
 }
 
 size_t hz_budget_fit(void)
@@ -34,8 +34,8 @@ size_t hz_budget_fit(void)
 		dirty = dirty < limit / 8 ? dirty : limit / 8;
 		reserve = reserve < limit / 32 ? reserve : limit / 32;
 	}
-	__atomic_store_n(&hz_dirty_max, dirty, __ATOMIC_RELAXED);
-	__atomic_store_n(&hz_reserve_max, reserve, __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_budget_dirty_max, dirty, __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_budget_reserve_max, reserve, __ATOMIC_RELAXED);
 	return limit;
 }
 
@@ -58,7 +58,7 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 	*hp = h->next;
 	a->cached -= bytes;
 	a->n.purged += bytes;
-	a->n.unused_cleared += h->dirty ? h->cleared : h->mapped;
+	a->n.unused += h->dirty ? h->cleared : h->mapped;
 	hz_huge_destroy(h);
 	return bytes;
 }
@@ -70,7 +70,7 @@ static void release_oldest(struct hz_arena *a, int all)
 {
 	for (unsigned k = 0; k < a->nchunks; k++)
 		a->chunks[k]->tried = 0;
-	while (all || hz_arena_free_bytes(a) > hz_dirty_max) {
+	while (all || hz_arena_free_bytes(a) > hz_budget_dirty_max) {
 		struct hz_huge **hp = oldest_cached(a);
 		struct hz_chunk *c = NULL;
 		for (unsigned k = 0; k < a->nchunks; k++)
@@ -78,7 +78,7 @@ static void release_oldest(struct hz_arena *a, int all)
 			    (!c || a->chunks[k]->freed < c->freed))
 				c = a->chunks[k];
 		if (c && (!hp || c->freed <= (*hp)->freed)) {
-			struct hz_release_result r;
+			struct hz_purge_result r;
 			size_t bytes = hz_purge_chunk(c, 0, &r);
 			hz_arena_count_purge(a, &r, bytes);
 			c->tried = 1; /* what is left there is in partial huge pages */
@@ -100,8 +100,8 @@ void hz_budget_bound(struct hz_arena *a)
 	uint64_t now = hz_os_now_ns();
 	if (!a->dirty_since)
 		a->dirty_since = now;
-	int expired = now - a->dirty_since >= hz_dirty_decay_ns;
-	if (held <= hz_dirty_max && !expired)
+	int expired = now - a->dirty_since >= hz_budget_decay_ns;
+	if (held <= hz_budget_dirty_max && !expired)
 		return;
 	release_oldest(a, expired);
 	if (expired)
@@ -114,7 +114,7 @@ size_t hz_budget_trim(struct hz_arena *a)
 	size_t bytes = 0;
 	hz_arena_quiesce(a);
 	for (unsigned k = 0; k < a->nchunks; k++) {
-		struct hz_release_result r;
+		struct hz_purge_result r;
 		size_t b = hz_purge_chunk(a->chunks[k], 1, &r);
 		bytes += hz_arena_count_purge(a, &r, b);
 	}

@@ -19,9 +19,9 @@
 /* Free bytes in memory an arena keeps (chunk pages and cached huge blocks
  * alike), and how long; the reserve: bytes of free clean pages across the
  * arenas the zeroer keeps. */
-extern size_t hz_dirty_max;
-extern uint64_t hz_dirty_decay_ns;
-extern size_t hz_reserve_max;
+extern size_t hz_budget_dirty_max;
+extern uint64_t hz_budget_decay_ns;
+extern size_t hz_budget_reserve_max;
 
 /* As configured (at setup, before any block); then fitted to the limits
  * by hz_budget_fit. */
@@ -33,8 +33,8 @@ void hz_budget_setup(size_t dirty_max, uint64_t decay_ms, size_t reserve);
  * to. */
 size_t hz_budget_fit(void);
 
-/* After a free or at the decay's tick (lock held): over hz_dirty_max, or
- * kept longer than hz_dirty_decay_ns, free memory goes back to the
+/* After a free or at the decay's tick (lock held): over hz_budget_dirty_max, or
+ * kept longer than hz_budget_decay_ns, free memory goes back to the
  * kernel, least recently freed first. */
 void hz_budget_bound(struct hz_arena *a);
 /* Releases all the arena's free memory in memory, partial huge pages

@@ -35,8 +35,6 @@ void hz_allocator_fork_child(void)
 	for (int i = 0; i < HZ_ARENAS; i++) {
 		struct hz_arena *a = &hz_arenas[i];
 		a->n = (struct hz_arena_counters){0};
-		for (unsigned k = 0; k < a->nchunks; k++)
-			a->chunks[k]->clean_released = 0;
 		/* No thread of the child waits here. */
 		pthread_cond_init(&a->claim_done, NULL);
 	}

@@ -41,7 +41,7 @@ static HZ_NOINLINE void relieve(size_t size)
 			limit_fitted = hz_budget_fit();
 	}
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
-	if (limit == HZ_LIMIT_NONE || !hz_arenas_sum(hz_arena_free_bytes))
+	if (limit == HZ_LIMIT_NONE || !hz_arenas_free_bytes())
 		return;
 	size_t usage = hz_limits_usage();
 	__atomic_fetch_add(&pressure_checks, 1, __ATOMIC_RELAXED);
@@ -180,9 +180,7 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->reserve_hits += a->n.reserve_hits;
 		out->reserve_misses += a->n.reserve_misses;
 		out->reserve_bytes += hz_arena_clean_bytes(a);
-		out->reserve_unused_bytes += a->n.unused_cleared;
-		for (unsigned k = 0; k < a->nchunks; k++)
-			out->reserve_unused_bytes += a->chunks[k]->clean_released << HZ_PAGE_SHIFT;
+		out->reserve_unused_bytes += a->n.unused;
 		pthread_mutex_unlock(&a->lock);
 	}
 	out->pressure_checks = __atomic_load_n(&pressure_checks, __ATOMIC_RELAXED);
@@ -225,8 +223,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "reserve.unused_bytes", s.reserve_unused_bytes, 0);
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
 	fn(arg, "limits.cgroup_bytes", limit == HZ_LIMIT_NONE ? 0 : limit, 1); /* 0: none */
-	fn(arg, "limits.dirty_max_bytes", __atomic_load_n(&hz_dirty_max, __ATOMIC_RELAXED), 1);
-	fn(arg, "limits.reserve_max_bytes", __atomic_load_n(&hz_reserve_max, __ATOMIC_RELAXED), 1);
+	fn(arg, "limits.dirty_max_bytes", __atomic_load_n(&hz_budget_dirty_max, __ATOMIC_RELAXED), 1);
+	fn(arg, "limits.reserve_max_bytes", __atomic_load_n(&hz_budget_reserve_max, __ATOMIC_RELAXED), 1);
 	fn(arg, "limits.largest_block_bytes", hz_large_max, 1);
 	fn(arg, "limits.pressure_checks", s.pressure_checks, 0);
 	fn(arg, "limits.pressure_releases", s.pressure_releases, 0);

@@ -10,7 +10,7 @@ struct gather {
 	struct hz_range r[GATHER];
 	size_t lo[GATHER], hi[GATHER];
 	size_t n, bytes;
-	struct hz_release_result total;
+	struct hz_purge_result total;
 };
 
 static void flush(struct gather *g)
@@ -19,20 +19,20 @@ static void flush(struct gather *g)
 		return;
 	struct hz_release_result res;
 	hz_os_release_batch(g->r, g->n, &res);
-	g->total.ranges += res.ranges;
-	g->total.bytes += res.bytes;
-	g->total.syscalls += res.syscalls;
-	g->total.fallbacks |= res.fallbacks;
+	g->total.batch.ranges += res.ranges;
+	g->total.batch.bytes += res.bytes;
+	g->total.batch.syscalls += res.syscalls;
+	g->total.batch.fallbacks |= res.fallbacks;
 	if (res.error) {
 		/* Which range failed is unknown: keep them all dirty. */
-		if (!g->total.error)
-			g->total.error = res.error;
+		if (!g->total.batch.error)
+			g->total.batch.error = res.error;
 	} else {
 		for (size_t k = 0; k < g->n; k++) {
 			g->c->dirty_free -= hz_bits_count(g->c->dirty, g->lo[k], g->hi[k]);
 			size_t clean = hz_bits_count(g->c->clean, g->lo[k], g->hi[k]);
 			g->c->clean_free -= clean;
-			g->c->clean_released += clean;
+			g->total.clean_bytes += clean << HZ_PAGE_SHIFT;
 			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);
@@ -58,12 +58,12 @@ static void add(struct gather *g, size_t i, size_t j)
 	g->n++;
 }
 
-size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_release_result *res)
+size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_purge_result *res)
 {
 	struct gather g; /* 4 KiB */
 	g.c = c;
 	g.n = g.bytes = 0;
-	g.total = (struct hz_release_result){0};
+	g.total = (struct hz_purge_result){0};
 	for (size_t h = 0; h < HZ_CHUNK_PAGES; h += HZ_HUGE_PAGES) {
 		size_t e = h + HZ_HUGE_PAGES;
 		if (hz_bits_find(c->dirty, h, e, 1) == e && hz_bits_find(c->clean, h, e, 1) == e)

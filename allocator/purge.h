@@ -10,10 +10,17 @@
 
 #pragma GCC visibility push(hidden)
 
+/* What a purge did: its batches, and the clean pages among what it
+ * released (the zeroer's work no block took). */
+struct hz_purge_result {
+	struct hz_release_result batch;
+	size_t clean_bytes;
+};
+
 /* With partial set it also releases the free pages in memory outside
  * whole blocks (malloc_trim; not on hugetlb chunks). Returns the bytes
- * released; *res, if not NULL, receives what the batches did. */
-size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_release_result *res);
+ * released; *res, if not NULL, receives what it did. */
+size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_purge_result *res);
 
 #pragma GCC visibility pop
 

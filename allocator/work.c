@@ -46,7 +46,7 @@ static int claim_dirty(struct hz_arena *a)
 }
 
 /* Free pages not in memory of a (its lock held), claimed for population
- * while the reserve allows (all arenas' clean pages below hz_reserve_max,
+ * while the reserve allows (all arenas' clean pages below hz_budget_reserve_max,
  * a's below what a handed out of pages not in memory since its last
  * decay: a program that recycles its blocks gets no reserve it would not
  * use; and none before a quarter of the reserve's size was) and a's dirty
@@ -54,14 +54,14 @@ static int claim_dirty(struct hz_arena *a)
  * take more. */
 static int claim_fresh(struct hz_arena *a, size_t reserve)
 {
-	size_t mine = hz_arena_clean_bytes(a), most = hz_reserve_max;
+	size_t mine = hz_arena_clean_bytes(a), most = hz_budget_reserve_max;
 	size_t want = a->missed < most ? a->missed : most;
 	/* Not before a quarter of the reserve was taken fresh: a program whose
 	 * large blocks mostly recycle (a few fresh pages now and then) keeps
 	 * its footprint; half the budget at most: room left for what the
 	 * program frees. */
 	if (a->missed < most / 4 || reserve >= most || mine >= want ||
-	    hz_arena_free_bytes(a) + HZ_HUGE_SIZE > hz_dirty_max / 2)
+	    hz_arena_free_bytes(a) + HZ_HUGE_SIZE > hz_budget_dirty_max / 2)
 		return -1;
 	size_t left = want - mine < most - reserve ? want - mine : most - reserve;
 	for (unsigned k = 0; k < a->nchunks; k++) {
@@ -164,7 +164,7 @@ int hz_work_once(void)
 	static unsigned next;
 	for (int pass = 0; pass < 2; pass++) {
 		/* The reserve as it is: free clean pages across the arenas. */
-		size_t reserve = pass ? hz_arenas_sum(hz_arena_clean_bytes) : 0;
+		size_t reserve = pass ? hz_arenas_clean_bytes() : 0;
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			pthread_mutex_lock(&a->lock);
@@ -186,7 +186,7 @@ int hz_work_once(void)
 			end_claimed(a, done);
 			pthread_mutex_unlock(&a->lock);
 			if (failed) /* no MADV_POPULATE_WRITE: no reserve */
-				__atomic_store_n(&hz_reserve_max, 0, __ATOMIC_RELAXED);
+				__atomic_store_n(&hz_budget_reserve_max, 0, __ATOMIC_RELAXED);
 			next = (next + (unsigned)n + 1) % HZ_ARENAS;
 			return 1;
 		}

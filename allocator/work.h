@@ -1,7 +1,7 @@
 /* allocator/work.h: the zeroer's work, one piece at a time (claim.h):
  * freed memory pre-cleared first (it adds no memory), then the reserve,
  * free pages not in memory populated up to what the program has been
- * taking fresh (budget.h's hz_reserve_max at most); and the decay, for
+ * taking fresh (budget.h's hz_budget_reserve_max at most); and the decay, for
  * memory no free would otherwise revisit. Run by the zeroer's thread
  * (zeroer.h), never by the allocator's calls. Calls budget.h, arena.h,
  * claim.h, chunk.h and arch/ (its clears). */

@@ -6,7 +6,10 @@
 #include "../include/hugezero.h"
 #include "../obs/counters.h"
 #include "../obs/report.h"
+#include "init.h"
 #include "preload.h"
+
+HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
 HZ_EXPORT void *hz_clear(void *p, size_t n)
 {

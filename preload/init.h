@@ -6,10 +6,12 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Referenced by malloc.c, so that a program linked with libhugezero.a,
- * which takes only the objects it needs, takes the constructor with
- * malloc. */
+/* Referenced by every file of the exported ABI (HZ_INIT_LINK), so that a
+ * program linked with libhugezero.a, which takes only the objects it
+ * needs, takes the constructor with any function of the library it
+ * calls. */
 extern const int hz_init_linked;
+#define HZ_INIT_LINK __attribute__((used)) static const int *const hz_init_link = &hz_init_linked
 
 #pragma GCC visibility pop
 

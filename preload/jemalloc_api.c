@@ -12,8 +12,11 @@
 #include "../obs/counters.h"
 #include "alloc.h"
 #include "off.h"
+#include "init.h"
 #include "preload.h"
 #include "start.h"
+
+HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
 static int route_large(size_t size, int flags)
 {

@@ -23,8 +23,7 @@
 #include "preload.h"
 #include "start.h"
 
-/* The constructor comes with malloc (init.h). */
-__attribute__((used)) static const int *const init_linked = &hz_init_linked;
+HZ_INIT_LINK; /* the constructor comes with malloc (init.h) */
 
 /* n * size into *total: 0, or -1 with errno ENOMEM when it overflows. */
 static int array_size(size_t n, size_t size, size_t *total)

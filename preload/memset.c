@@ -25,8 +25,11 @@
 #include "../obs/ab.h"
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
+#include "init.h"
 #include "preload.h"
 #include "start.h"
+
+HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "../allocator/small.h"
+#include "../arch/arch.h"
 #include "alloc.h"
 #include "dynamic.h"
 #include "glibc.h"
@@ -50,7 +51,7 @@ void *hz_off_mallocx(size_t size, int flags)
 	size_t align = HZ_JE_ALIGN_OF(flags);
 	void *p = align > 16 ? hz_glibc_memalign(align, size) : hz_glibc_malloc(size);
 	if (p && (flags & HZ_JE_ZERO))
-		memset(p, 0, size);
+		hz_memset_impl(p, 0, size); /* glibc's once the constructor diverted it */
 	return p;
 }
 

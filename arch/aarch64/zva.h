@@ -20,5 +20,7 @@ static inline uint64_t hz_read_dczid(void)
 }
 
 /* Set by hz_cpu_detect; 0 until then or when prohibited. */
-__attribute__((visibility("hidden"))) extern size_t hz_zva_block;
+#pragma GCC visibility push(hidden)
+extern size_t hz_zva_block;
+#pragma GCC visibility pop
 #endif

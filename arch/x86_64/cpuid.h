@@ -28,7 +28,9 @@ enum {
 };
 
 /* The features detected at initialisation (arch/x86_64/kernels.c). */
-__attribute__((visibility("hidden"))) extern uint32_t hz_x86_feat;
+#pragma GCC visibility push(hidden)
+extern uint32_t hz_x86_feat;
+#pragma GCC visibility pop
 
 /* Feature bits, with AVX state checked against what the OS saves (XCR0). */
 static inline uint32_t hz_x86_features(void)

@@ -57,8 +57,8 @@ static int in_cache(struct hz_arena *a, struct hz_huge *h)
 Test(budget, least_recently_freed_first)
 {
 	struct hz_arena *a = &hz_arenas[1];
-	hz_dirty_decay_ns = (uint64_t)3600 * 1000000000u;
-	hz_dirty_max = (size_t)1 << 40;
+	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
+	hz_budget_dirty_max = (size_t)1 << 40;
 	struct hz_huge *h1 = cached(a, 4 * MiB);        /* freed first */
 	struct hz_chunk *c = chunk_freed(a, 1);          /* then 2 MiB of a chunk */
 	struct hz_huge *h2 = cached(a, 4 * MiB);        /* last */
@@ -66,12 +66,12 @@ Test(budget, least_recently_freed_first)
 	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB);
 	hz_budget_bound(a);
 	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB, "within the budget: all kept");
-	hz_dirty_max = 7 * MiB;
+	hz_budget_dirty_max = 7 * MiB;
 	hz_budget_bound(a);
 	cr_assert(!in_cache(a, h1), "the oldest, a huge block, unmapped first");
 	cr_assert(in_cache(a, h2));
 	cr_assert_eq(c->dirty_free, HZ_HUGE_PAGES, "the chunk's pages kept: 6 MiB is within 7");
-	hz_dirty_max = 5 * MiB;
+	hz_budget_dirty_max = 5 * MiB;
 	hz_budget_bound(a);
 	cr_assert_eq(c->dirty_free, 0, "the chunk's huge page next");
 	cr_assert(in_cache(a, h2), "4 MiB is within 5: the newest kept");
@@ -86,8 +86,8 @@ Test(budget, least_recently_freed_first)
 Test(budget, decay_releases_all_and_claimed_blocks_stay)
 {
 	struct hz_arena *a = &hz_arenas[2];
-	hz_dirty_max = (size_t)1 << 40;
-	hz_dirty_decay_ns = 0; /* expired at once */
+	hz_budget_dirty_max = (size_t)1 << 40;
+	hz_budget_decay_ns = 0; /* expired at once */
 	struct hz_huge *h = cached(a, 2 * MiB);
 	struct hz_huge *k = cached(a, 2 * MiB);
 	chunk_freed(a, 2);
@@ -132,8 +132,8 @@ static void *wait_main(void *arg)
 static void waits_for_the_claim(int trim)
 {
 	struct hz_arena *a = &hz_arenas[3];
-	hz_dirty_max = (size_t)1 << 40;
-	hz_dirty_decay_ns = (uint64_t)3600 * 1000000000u;
+	hz_budget_dirty_max = (size_t)1 << 40;
+	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
 	struct hz_chunk *c = chunk_freed(a, 1);
 	pthread_mutex_lock(&a->lock);
 	hz_claim_set(a, c, 0, 64, NULL, 0, 0, 0);

@@ -124,11 +124,12 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	hz_chunk_free(c, b);
 	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 3 * hp - 1);
 
-	struct hz_release_result res;
+	struct hz_purge_result res;
 	size_t released = hz_purge_chunk(c, 0, &res);
 	cr_assert_eq(released, 2 * HZ_HUGE_SIZE, "released %zu", released);
-	cr_assert_eq(res.ranges, 1, "adjacent huge pages go as one range");
-	cr_assert_eq(res.error, 0);
+	cr_assert_eq(res.batch.ranges, 1, "adjacent huge pages go as one range");
+	cr_assert_eq(res.batch.error, 0);
+	cr_assert_eq(res.clean_bytes, 0, "nothing was clean");
 	cr_assert(all_bytes(a, 2 * HZ_HUGE_SIZE, 0, &bad), "released memory reads zero");
 	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0x77, &bad),
 		  "a huge page in use was split");

@@ -89,7 +89,7 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 		cr_assert_eq(hz_large_free(b[i]), 0);
 	struct hz_large_stats st;
 	hz_large_stats(&st);
-	cr_assert_leq(st.huge_cached_bytes, hz_dirty_max, "one thread, one arena");
+	cr_assert_leq(st.huge_cached_bytes, hz_budget_dirty_max, "one thread, one arena");
 	cr_assert_gt(st.huge_cached_bytes, 0);
 	cr_assert_eq(st.allocated_bytes, 0);
 	/* malloc_trim unmaps the cached blocks too. */
@@ -270,8 +270,8 @@ Test(large, fork_while_threads_allocate, .timeout = 60)
  * are released at the next free; kept past the delay, too. */
 Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
 {
-	hz_dirty_max = (size_t)8 << 20;
-	hz_dirty_decay_ns = (uint64_t)60 * 1000000000u;
+	hz_budget_dirty_max = (size_t)8 << 20;
+	hz_budget_decay_ns = (uint64_t)60 * 1000000000u;
 	unsigned char *b[8];
 	for (int i = 0; i < 8; i++) {
 		b[i] = hz_large_alloc((size_t)2 << 20, 0);
@@ -282,11 +282,11 @@ Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
 		cr_assert_eq(hz_large_free(b[i]), 0);
 	struct hz_large_stats s;
 	hz_large_stats(&s);
-	cr_assert_leq(s.dirty_free_bytes, hz_dirty_max, "%zu dirty bytes kept", s.dirty_free_bytes);
+	cr_assert_leq(s.dirty_free_bytes, hz_budget_dirty_max, "%zu dirty bytes kept", s.dirty_free_bytes);
 	cr_assert_gt(s.purged_bytes, 0);
 	/* Under the budget but past the delay: released at the next free. */
-	hz_dirty_max = (size_t)1 << 30;
-	hz_dirty_decay_ns = 50 * 1000000u;
+	hz_budget_dirty_max = (size_t)1 << 30;
+	hz_budget_decay_ns = 50 * 1000000u;
 	unsigned char *p = hz_large_alloc((size_t)4 << 20, 0);
 	memset(p, 0x67, (size_t)4 << 20);
 	hz_large_free(p);
@@ -306,8 +306,8 @@ Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
  * and serves the next request of its size. */
 Test(large, over_budget_the_least_recently_freed_goes_first, .timeout = 60)
 {
-	hz_dirty_max = (size_t)64 << 20;
-	hz_dirty_decay_ns = (uint64_t)60 * 1000000000u;
+	hz_budget_dirty_max = (size_t)64 << 20;
+	hz_budget_decay_ns = (uint64_t)60 * 1000000000u;
 	unsigned char *b[5];
 	for (int i = 0; i < 5; i++) {
 		b[i] = hz_large_alloc((size_t)8 << 20, 0);
@@ -326,7 +326,7 @@ Test(large, over_budget_the_least_recently_freed_goes_first, .timeout = 60)
 	hz_large_stats(&s1);
 	cr_assert_eq(s1.huge_cached_bytes, n, "the block freed last was dropped");
 	cr_assert_gt(s1.purged_bytes, s0.purged_bytes, "older chunk pages were kept");
-	cr_assert_leq(s1.dirty_free_bytes, hz_dirty_max);
+	cr_assert_leq(s1.dirty_free_bytes, hz_budget_dirty_max);
 	cr_assert_eq(hz_large_alloc(n, 1), h, "the cached block serves again");
 	hz_large_free(h);
 	hz_large_trim();
