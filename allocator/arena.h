@@ -41,6 +41,9 @@ struct hz_arena {
 	uint64_t frees;            /* a clock: blocks and chunks remember it when freed */
 	size_t missed;             /* bytes handed out that were not in memory, since the last decay:
 				    * the reserve refills up to this much (budget.h) */
+	size_t paid, wasted;       /* the reserve's recent record here: populated bytes handed out,
+				    * and released before a block took them; work.h stops
+				    * populating while the second outweighs the first */
 	struct hz_arena_counters n;
 };
 

@@ -106,6 +106,8 @@ void hz_budget_bound(struct hz_arena *a)
 	release_oldest(a, expired);
 	if (expired)
 		a->missed = 0; /* the reserve stays empty until blocks are wanted again */
+	if (expired)
+		a->wasted /= 2; /* idle a while: the reserve may be tried again */
 	a->dirty_since = hz_arena_free_bytes(a) ? now : 0;
 }
 

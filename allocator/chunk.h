@@ -24,6 +24,7 @@ struct hz_chunk {
 	size_t dirty_free;                /* pages free and dirty */
 	size_t clean_free;                /* pages free and clean; with dirty_free, what a purge could release */
 	size_t taken_fresh;               /* pages of the last run handed out that were neither (not in memory) */
+	size_t taken_populated;           /* and that the zeroer had populated */
 	uint32_t busy_lo, busy_hi;        /* free pages the zeroer has claimed (claim.h): no purge there */
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
@@ -32,6 +33,7 @@ struct hz_chunk {
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
 	uint64_t dirty[HZ_CHUNK_WORDS];   /* page may hold non-zero bytes */
 	uint64_t clean[HZ_CHUNK_WORDS];   /* page is free, in memory and zero */
+	uint64_t populated[HZ_CHUNK_WORDS]; /* clean page the zeroer faulted in (not cleared): the reserve */
 	uint64_t shared[HZ_CHUNK_WORDS];  /* free dirty page shared with a forked process: not pre-cleared */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
@@ -112,8 +114,9 @@ size_t hz_chunk_count_free(const struct hz_chunk *c, const uint64_t *state);
  * page, that are dirty (want_dirty) or neither dirty nor clean; 0 and the
  * run in [*lo, *hi), or -1 when there is none. */
 int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, size_t *lo, size_t *hi);
-/* Pages [lo, hi), free and now zero in memory, become clean. */
-void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi);
+/* Pages [lo, hi), free and now zero in memory, become clean; populated
+ * when the zeroer faulted them in rather than cleared them. */
+void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi, int populated);
 /* Free dirty pages [lo, hi) are shared copy-on-write with a forked
  * process: left to calloc (a clear would only copy them), until taken or
  * released. */

@@ -49,7 +49,7 @@ static void publish_pages(void)
 		while (j < hz_claim.hi && hz_claim_alone(j - hz_claim.lo) == alone)
 			j++;
 		if (alone)
-			hz_chunk_set_clean(hz_claim.c, i, j);
+			hz_chunk_set_clean(hz_claim.c, i, j, hz_claim.populate);
 		else
 			hz_chunk_set_shared(hz_claim.c, i, j);
 		i = j;

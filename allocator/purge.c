@@ -33,6 +33,8 @@ static void flush(struct gather *g)
 			size_t clean = hz_bits_count(g->c->clean, g->lo[k], g->hi[k]);
 			g->c->clean_free -= clean;
 			g->total.clean_bytes += clean << HZ_PAGE_SHIFT;
+			g->total.populated_bytes += hz_bits_count(g->c->populated, g->lo[k], g->hi[k]) << HZ_PAGE_SHIFT;
+			hz_bits_set(g->c->populated, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);

@@ -11,10 +11,10 @@
 #pragma GCC visibility push(hidden)
 
 /* What a purge did: its batches, and the clean pages among what it
- * released (the zeroer's work no block took). */
+ * released (the zeroer's work no block took), populated ones among them. */
 struct hz_purge_result {
 	struct hz_release_result batch;
-	size_t clean_bytes;
+	size_t clean_bytes, populated_bytes;
 };
 
 /* With partial set it also releases the free pages in memory outside

@@ -15,6 +15,19 @@ static void add(uint64_t *v, uint64_t n)
 	__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
 }
 
+/* Whether the reserve pays in a (its lock held): what the zeroer
+ * populated was handed out, not mostly released unused (a program that
+ * frees and trims at once, whose faults the population would only
+ * compete with). The record halves at each decay, and beyond 1 GiB. */
+static int pays(struct hz_arena *a)
+{
+	if (a->paid + a->wasted > ((size_t)1 << 30)) {
+		a->paid /= 2;
+		a->wasted /= 2;
+	}
+	return a->wasted <= 2 * a->paid + 2 * HZ_HUGE_SIZE;
+}
+
 /* The arena's most recently freed dirty memory, claimed for a clear (a's
  * lock held): 1, or 0 when it has none. */
 static int claim_dirty(struct hz_arena *a)
@@ -159,16 +172,34 @@ static void end_claimed(struct hz_arena *a, size_t done)
 	pthread_cond_broadcast(&a->claim_done);
 }
 
+/* Whether the program's threads took page faults in the last QUIET_NS:
+ * it is touching memory, and a population would compete with its faults
+ * (on a VM, for the host's backing too). Read on the zeroer's thread. */
+#define QUIET_NS ((uint64_t)1000000u)
+static int program_faulting(void)
+{
+	static uint64_t others_seen, quiet_since;
+	uint64_t process, self, now = hz_os_now_ns();
+	hz_os_minor_faults(&process, &self);
+	if (process - self != others_seen) {
+		others_seen = process - self;
+		quiet_since = now;
+	}
+	return now - quiet_since < QUIET_NS;
+}
+
 int hz_work_once(void)
 {
 	static unsigned next;
 	for (int pass = 0; pass < 2; pass++) {
+		if (pass && program_faulting())
+			return HZ_WORK_DEFERRED;
 		/* The reserve as it is: free clean pages across the arenas. */
 		size_t reserve = pass ? hz_arenas_clean_bytes() : 0;
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			pthread_mutex_lock(&a->lock);
-			int got = pass ? claim_fresh(a, reserve) : claim_dirty(a);
+			int got = pass ? (pays(a) ? claim_fresh(a, reserve) : -1) : claim_dirty(a);
 			if (got == 0 && pass && a->nchunks) {
 				/* The reserve wants room: a new chunk, mapped outside the lock. */
 				pthread_mutex_unlock(&a->lock);

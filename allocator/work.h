@@ -1,7 +1,9 @@
 /* allocator/work.h: the zeroer's work, one piece at a time (claim.h):
  * freed memory pre-cleared first (it adds no memory), then the reserve,
  * free pages not in memory populated up to what the program has been
- * taking fresh (budget.h's hz_budget_reserve_max at most); and the decay, for
+ * taking fresh (budget.h's hz_budget_reserve_max at most), only while the
+ * program takes no page faults, and only while what it populated is used
+ * rather than released unused; and the decay, for
  * memory no free would otherwise revisit. Run by the zeroer's thread
  * (zeroer.h), never by the allocator's calls. Calls budget.h, arena.h,
  * claim.h, chunk.h and arch/ (its clears). */
@@ -13,7 +15,11 @@
 #pragma GCC visibility push(hidden)
 
 /* Claims, clears or populates and publishes one piece in some arena,
- * taking and releasing the arenas' locks: 1 when there was one. */
+ * taking and releasing the arenas' locks: 1 when there was one, 0 when
+ * there is none, HZ_WORK_DEFERRED when only the reserve is left to fill
+ * and the program is taking page faults (touching memory): populating
+ * now would compete with them; ask again in a while. */
+#define HZ_WORK_DEFERRED 2
 int hz_work_once(void);
 /* The decay in every arena (hz_budget_bound); 1 when any arena still
  * holds free memory in memory after it. */

@@ -62,10 +62,17 @@ static void *zeroer_main(void *arg)
 	__atomic_store_n(&n.cpu_ns_base, hz_os_thread_cpu_ns(), __ATOMIC_RELAXED); /* this thread's clock */
 	uint64_t idle_since = hz_os_now_ns();
 	for (;;) {
-		int worked = !__atomic_load_n(&thread.stop, __ATOMIC_RELAXED) && hz_work_once();
+		int worked = __atomic_load_n(&thread.stop, __ATOMIC_RELAXED) ? 0 : hz_work_once();
 		add(&n.cpu_ns, hz_os_thread_cpu_ns() - __atomic_load_n(&n.cpu_ns_base, __ATOMIC_RELAXED));
 		__atomic_store_n(&n.cpu_ns_base, hz_os_thread_cpu_ns(), __ATOMIC_RELAXED);
-		if (worked) {
+		if (worked == HZ_WORK_DEFERRED && hz_os_now_ns() - idle_since < LINGER_NS) {
+			/* The program is faulting: look again in a millisecond
+			 * (two system calls), to fill the reserve once it stops:
+			 * for at most LINGER since the last piece of work. */
+			hz_os_sleep_ms(1);
+			continue;
+		}
+		if (worked == 1) {
 			idle_since = hz_os_now_ns();
 			continue;
 		}

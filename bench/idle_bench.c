@@ -1,10 +1,11 @@
 /* A request loop with idle time between requests, the case a background
  * zeroer is for: each request is a calloc of SIZE bytes and a write to
  * every page of it (the program's first touch), timed; then the block is
- * freed (recycled memory) or kept (every request fresh memory), then the
- * program sleeps GAP_MS milliseconds.
+ * freed (recycled memory), kept (every request fresh memory), or freed
+ * and given back with malloc_trim (fresh memory, freed: the process does
+ * not grow), then the program sleeps GAP_MS milliseconds.
  *
- *   idle_bench SIZE free|keep GAP_MS [REQUESTS]
+ *   idle_bench SIZE free|keep|trim GAP_MS [REQUESTS]
  *
  * Output, one "key value" line each: malloc_from OBJECT, median_us and
  * p99_us of calloc + touch, cpu_s (the process's user and system time,
@@ -13,6 +14,7 @@
  * timed: a calloc that returned a non-zero byte fails the run. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,12 +48,12 @@ static void sleep_ms(unsigned ms)
 
 int main(int argc, char **argv)
 {
-	if (argc < 4 || (strcmp(argv[2], "free") && strcmp(argv[2], "keep"))) {
-		fprintf(stderr, "usage: idle_bench SIZE free|keep GAP_MS [REQUESTS]\n");
+	if (argc < 4 || (strcmp(argv[2], "free") && strcmp(argv[2], "keep") && strcmp(argv[2], "trim"))) {
+		fprintf(stderr, "usage: idle_bench SIZE free|keep|trim GAP_MS [REQUESTS]\n");
 		return 2;
 	}
 	size_t size = parse_size(argv[1]);
-	int keep = !strcmp(argv[2], "keep");
+	int keep = !strcmp(argv[2], "keep"), trim = !strcmp(argv[2], "trim");
 	unsigned gap = (unsigned)atoi(argv[3]);
 	int n = argc > 4 ? atoi(argv[4]) : 50;
 	if (!size || n < 2 || n > 100000)
@@ -61,7 +63,7 @@ int main(int argc, char **argv)
 	uint64_t seed = 0x9e3779b97f4a7c15ull;
 	/* Recycled memory: one request first, untimed, whose block the
 	 * first timed request may find again. */
-	if (!keep) {
+	if (!keep && !trim) {
 		unsigned char *p = calloc(size, 1);
 		for (size_t i = 0; p && i < size; i += PAGE)
 			p[i] = 1;
@@ -97,6 +99,8 @@ int main(int argc, char **argv)
 			kept[r] = p;
 		else
 			free(p);
+		if (trim)
+			malloc_trim(0);
 		sleep_ms(gap);
 	}
 	struct rusage ru;

@@ -1,6 +1,7 @@
 """The background zeroer's benchmark: bench/idle_bench's request loop
-(calloc + a write to every page of SIZE bytes, then free or keep, then an
-idle gap) under glibc, jemalloc, mimalloc, tcmalloc, and hugezero without
+(calloc + a write to every page of SIZE bytes, then free, keep, or free
+and malloc_trim (fresh memory every time, the process not growing), then
+an idle gap) under glibc, jemalloc, mimalloc, tcmalloc, and hugezero without
 its zeroer (HUGEZERO_BACKGROUND=0, "hz-nobg") and with it ("hugezero"),
 one process per (case, allocator), in a new random order in every case of
 every repetition, as the suite runs. Medians over the repetitions of each
@@ -26,7 +27,7 @@ def requests(size, mode):
     return max(4, min(50, 1024 // mib)) if mode == "keep" else 50 if mib < 256 else 20
 
 
-CASES = [(size, mode, gap) for size in ("4M", "32M", "256M") for mode in ("free", "keep")
+CASES = [(size, mode, gap) for size in ("4M", "32M", "256M") for mode in ("free", "keep", "trim")
          for gap in (0, 1, 2, 5)]
 
 

@@ -279,13 +279,15 @@ Test(chunk, random_against_shadow)
 			for (size_t k = 0; k < live; k++)
 				cr_assert(c->base + hi * HZ_PAGE <= blk[k] || blk[k] + len[k] * HZ_PAGE <= c->base + lo * HZ_PAGE,
 					  "step %d: the run overlaps a live block", step);
-			hz_chunk_set_clean(c, lo, hi);
+			hz_chunk_set_clean(c, lo, hi, step % 10 != 0); /* populated: it was not in memory */
 		}
 		cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - used);
 		cr_assert_eq(c->dirty_free, hz_chunk_count_free(c, c->dirty), "step %d", step);
 		cr_assert_eq(c->clean_free, hz_chunk_count_free(c, c->clean), "step %d", step);
-		for (size_t w = 0; w < HZ_CHUNK_WORDS; w++)
+		for (size_t w = 0; w < HZ_CHUNK_WORDS; w++) {
 			cr_assert_eq(c->clean[w] & c->used[w], 0, "step %d: a live page marked clean", step);
+			cr_assert_eq(c->populated[w] & ~c->clean[w], 0, "step %d: a populated page not clean", step);
+		}
 		if (step % 997 == 0) {
 			hz_purge_chunk(c, step & 1, NULL);
 			cr_assert_eq(c->dirty_free, hz_chunk_count_free(c, c->dirty), "after purge");

@@ -16,6 +16,10 @@
  *   small           small allocations only: no thread is started.
  *   reserve         fresh blocks kept, found in memory; the reserve within
  *                   its limit, gone after the decay; the idle thread ends.
+ *   faulting        nothing populated while the program faults, the
+ *                   reserve filled once it idles.
+ *   unpaid          no more population once what it populated is released
+ *                   unused (malloc_trim after each idle gap).
  *   seccomp         with sched_setscheduler refused by a seccomp filter,
  *                   the zeroer runs at nice 19 and counts the fallback. */
 #define _GNU_SOURCE
@@ -267,6 +271,73 @@ static int exits(void)
 	exit(0);
 }
 
+/* The reserve waits for the program to stop faulting: a block of fresh
+ * memory touched page by page for about 300 ms, with no gap of a
+ * millisecond between faults, sees nothing populated meanwhile; once the
+ * program idles, the reserve fills. With HUGEZERO_RESERVE=16M. */
+static int faulting(void)
+{
+	/* Kept: an arena's first block says nothing of the next, and the
+	 * second is then all fresh pages, each touch a fault. */
+	unsigned char *first = calloc(1, 4 * MIB);
+	unsigned char *b = calloc(1, 24 * MIB); /* in a chunk: pages the reserve refills */
+	if (!b)
+		return 1;
+	uint64_t before = stat("background.populated_bytes");
+	for (size_t k = 0; k < 24 * MIB; k += PAGE) {
+		b[k] = 1;
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do /* about 50 us a page: the touch lasts about 300 ms */
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 50000);
+	}
+	uint64_t during = stat("background.populated_bytes") - before;
+	usleep(300000);
+	uint64_t idle = stat("background.populated_bytes") - before - during;
+	if (during > 2 * MIB || !idle) {
+		fprintf(stderr, "zeroer: %llu KiB populated while the program faulted, %llu KiB once idle\n",
+			(unsigned long long)(during >> 10), (unsigned long long)(idle >> 10));
+		return 1;
+	}
+	printf("populated %llu KiB while faulting, %llu KiB once idle\n", (unsigned long long)(during >> 10),
+	       (unsigned long long)(idle >> 10));
+	free(b);
+	free(first);
+	return 0;
+}
+
+/* The reserve stops when it does not pay: a program that idles after each
+ * block, then gives its free memory back with malloc_trim before the next,
+ * releases everything the zeroer populated unused; after the first round
+ * or two the zeroer populates nothing more. With HUGEZERO_RESERVE=16M. */
+static int unpaid(void)
+{
+	unsigned char *first = calloc(1, 4 * MIB); /* kept, as in faulting() */
+	uint64_t early = 0;
+	for (int r = 0; r < 12; r++) {
+		unsigned char *b = calloc(1, 8 * MIB);
+		for (size_t k = 0; b && k < 8 * MIB; k += PAGE)
+			b[k] = 1;
+		free(b);
+		usleep(30000); /* idle: the reserve fills */
+		malloc_trim(0); /* and is released unused */
+		if (r == 2)
+			early = stat("background.populated_bytes");
+	}
+	uint64_t late = stat("background.populated_bytes") - early, unused = stat("reserve.unused_bytes");
+	free(first);
+	if (!early || late || unused < early) {
+		fprintf(stderr, "zeroer: populated %llu KiB in 3 rounds, %llu KiB in the 9 after; %llu KiB unused\n",
+			(unsigned long long)(early >> 10), (unsigned long long)(late >> 10),
+			(unsigned long long)(unused >> 10));
+		return 1;
+	}
+	printf("populated %llu KiB in 3 rounds, none after; %llu KiB unused\n", (unsigned long long)(early >> 10),
+	       (unsigned long long)(unused >> 10));
+	return 0;
+}
+
 /* The reserve: with HUGEZERO_RESERVE=16M and HUGEZERO_DIRTY_DECAY_MS=300
  * (zeroer.sh), blocks of fresh memory kept one after another are found in
  * memory, the reserve never holds more than its limit, it is gone once the
@@ -386,8 +457,12 @@ int main(int argc, char **argv)
 		return small();
 	if (argc >= 2 && !strcmp(argv[1], "reserve"))
 		return reserve();
+	if (argc >= 2 && !strcmp(argv[1], "faulting"))
+		return faulting();
+	if (argc >= 2 && !strcmp(argv[1], "unpaid"))
+		return unpaid();
 	if (argc >= 2 && !strcmp(argv[1], "seccomp"))
 		return seccomp();
-	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | seccomp\n");
+	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | faulting | unpaid | seccomp\n");
 	return 2;
 }

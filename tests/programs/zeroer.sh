@@ -22,6 +22,10 @@ run "fork while clearing: the child's calloc is zero, it has no zeroer until it 
 run "small allocations only: no thread" "$prog" small
 run "the reserve: found in memory, within its limit, gone after the decay, the idle thread ended" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
+run "the reserve waits while the program faults, and fills once it idles" \
+	env HUGEZERO_RESERVE=16M "$prog" faulting
+run "the reserve stops when what it populated is released unused" \
+	env HUGEZERO_RESERVE=16M "$prog" unpaid
 run "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
 
 # exit mid-clear: 1 GiB dirty (the budget raised so none of it is purged).
