@@ -150,7 +150,8 @@ size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_purge_result *r,
 		a->n.purge_fallbacks += r->batch.fallbacks;
 	}
 	a->n.unused += r->clean_bytes;
-	a->wasted += r->populated_bytes;
+	a->populated.wasted += r->populated_bytes;
+	a->cleared.wasted += r->clean_bytes - r->populated_bytes;
 	a->n.purged += bytes;
 	return bytes;
 }

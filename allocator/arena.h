@@ -29,6 +29,14 @@ struct hz_arena_counters {
 	uint64_t unused;                       /* bytes the zeroer cleared or populated, released before a block took them */
 };
 
+/* The zeroer's recent record in an arena for one kind of its work
+ * (populating, clearing): bytes it made clean that a block took, and that
+ * were released before one did; work.h stops that kind of work there
+ * while the second outweighs the first. */
+struct hz_record {
+	size_t paid, wasted;
+};
+
 struct hz_arena {
 	pthread_mutex_t lock;
 	pthread_cond_t claim_done; /* a claim in this arena ended (claim.h) */
@@ -41,9 +49,7 @@ struct hz_arena {
 	uint64_t frees;            /* a clock: blocks and chunks remember it when freed */
 	size_t missed;             /* bytes handed out that were not in memory, since the last decay:
 				    * the reserve refills up to this much (budget.h) */
-	size_t paid, wasted;       /* the reserve's recent record here: populated bytes handed out,
-				    * and released before a block took them; work.h stops
-				    * populating while the second outweighs the first */
+	struct hz_record populated, cleared; /* the zeroer's recent record here */
 	struct hz_arena_counters n;
 };
 

@@ -59,6 +59,7 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 	a->cached -= bytes;
 	a->n.purged += bytes;
 	a->n.unused += h->dirty ? h->cleared : h->mapped;
+	a->cleared.wasted += h->dirty ? h->cleared : h->mapped;
 	hz_huge_destroy(h);
 	return bytes;
 }
@@ -106,8 +107,10 @@ void hz_budget_bound(struct hz_arena *a)
 	release_oldest(a, expired);
 	if (expired)
 		a->missed = 0; /* the reserve stays empty until blocks are wanted again */
-	if (expired)
-		a->wasted /= 2; /* idle a while: the reserve may be tried again */
+	if (expired) { /* idle a while: the zeroer may try again */
+		a->populated.wasted /= 2;
+		a->cleared.wasted /= 2;
+	}
 	a->dirty_since = hz_arena_free_bytes(a) ? now : 0;
 }
 

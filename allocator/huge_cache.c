@@ -56,6 +56,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	size_t kz = 0;
 	if (h) {
 		kz = known_zero(h);
+		a->cleared.paid += kz; /* what the zeroer cleared of it */
 		hand_out(a, h, usable, zero, kz, 0);
 	}
 	pthread_mutex_unlock(&a->lock);

@@ -46,7 +46,9 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 			a->missed += fresh;
 		if (fresh || c->clean_free != clean_before)
 			*refill = 1;
-		a->paid += c->taken_populated << HZ_PAGE_SHIFT; /* the reserve taken */
+		/* The zeroer's work taken: populated, and cleared. */
+		a->populated.paid += c->taken_populated << HZ_PAGE_SHIFT;
+		a->cleared.paid += (clean_before - c->clean_free - c->taken_populated) << HZ_PAGE_SHIFT;
 		hz_arena_collide(a, c, i, i + npages, NULL);
 		if (zero) {
 			hz_chunk_zero_plan(c, p, &plan);

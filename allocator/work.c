@@ -15,17 +15,18 @@ static void add(uint64_t *v, uint64_t n)
 	__atomic_fetch_add(v, n, __ATOMIC_RELAXED);
 }
 
-/* Whether the reserve pays in a (its lock held): what the zeroer
- * populated was handed out, not mostly released unused (a program that
- * frees and trims at once, whose faults the population would only
- * compete with). The record halves at each decay, and beyond 1 GiB. */
-static int pays(struct hz_arena *a)
+/* Whether a kind of the zeroer's work pays in an arena (its lock held):
+ * what it populated, or cleared, was handed out, not mostly released
+ * unused (a program that frees and trims at once, whose faults a
+ * population would only compete with, and whose trim makes a clear
+ * wasted bandwidth). The record halves at each decay, and beyond 1 GiB. */
+static int pays(struct hz_record *r)
 {
-	if (a->paid + a->wasted > ((size_t)1 << 30)) {
-		a->paid /= 2;
-		a->wasted /= 2;
+	if (r->paid + r->wasted > ((size_t)1 << 30)) {
+		r->paid /= 2;
+		r->wasted /= 2;
 	}
-	return a->wasted <= 2 * a->paid + 2 * HZ_HUGE_SIZE;
+	return r->wasted <= 2 * r->paid + 2 * HZ_HUGE_SIZE;
 }
 
 /* The arena's most recently freed dirty memory, claimed for a clear (a's
@@ -199,7 +200,8 @@ int hz_work_once(void)
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			pthread_mutex_lock(&a->lock);
-			int got = pass ? (pays(a) ? claim_fresh(a, reserve) : -1) : claim_dirty(a);
+			int got = !pays(pass ? &a->populated : &a->cleared) ? -1
+				  : pass ? claim_fresh(a, reserve) : claim_dirty(a);
 			if (got == 0 && pass && a->nchunks) {
 				/* The reserve wants room: a new chunk, mapped outside the lock. */
 				pthread_mutex_unlock(&a->lock);

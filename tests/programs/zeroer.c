@@ -307,14 +307,15 @@ static int faulting(void)
 	return 0;
 }
 
-/* The reserve stops when it does not pay: a program that idles after each
+/* The zeroer stops what does not pay: a program that idles after each
  * block, then gives its free memory back with malloc_trim before the next,
- * releases everything the zeroer populated unused; after the first round
- * or two the zeroer populates nothing more. With HUGEZERO_RESERVE=16M. */
+ * releases everything the zeroer populated or cleared unused; after the
+ * first rounds it populates and clears nothing more. With
+ * HUGEZERO_RESERVE=16M. */
 static int unpaid(void)
 {
 	unsigned char *first = calloc(1, 4 * MIB); /* kept, as in faulting() */
-	uint64_t early = 0;
+	uint64_t early = 0, early_cleared = 0;
 	for (int r = 0; r < 12; r++) {
 		unsigned char *b = calloc(1, 8 * MIB);
 		for (size_t k = 0; b && k < 8 * MIB; k += PAGE)
@@ -322,15 +323,18 @@ static int unpaid(void)
 		free(b);
 		usleep(30000); /* idle: the reserve fills */
 		malloc_trim(0); /* and is released unused */
-		if (r == 2)
+		if (r == 2) {
 			early = stat("background.populated_bytes");
+			early_cleared = stat("background.cleared_bytes");
+		}
 	}
 	uint64_t late = stat("background.populated_bytes") - early, unused = stat("reserve.unused_bytes");
+	uint64_t late_cleared = stat("background.cleared_bytes") - early_cleared;
 	free(first);
-	if (!early || late || unused < early) {
-		fprintf(stderr, "zeroer: populated %llu KiB in 3 rounds, %llu KiB in the 9 after; %llu KiB unused\n",
-			(unsigned long long)(early >> 10), (unsigned long long)(late >> 10),
-			(unsigned long long)(unused >> 10));
+	if (!early || late || unused < early || late_cleared) {
+		fprintf(stderr, "zeroer: populated %llu KiB in 3 rounds, %llu KiB in the 9 after (cleared %llu); "
+			"%llu KiB unused\n", (unsigned long long)(early >> 10), (unsigned long long)(late >> 10),
+			(unsigned long long)(late_cleared >> 10), (unsigned long long)(unused >> 10));
 		return 1;
 	}
 	printf("populated %llu KiB in 3 rounds, none after; %llu KiB unused\n", (unsigned long long)(early >> 10),
