@@ -41,6 +41,7 @@ static void *take(struct hz_chunk *c, size_t i, size_t npages)
 	c->dirty_free -= dirty;
 	c->clean_free -= clean;
 	c->taken_fresh = npages - dirty - clean;
+	c->taken_clean = clean;
 	c->taken_populated = hz_bits_count(c->populated, i, i + npages);
 	hz_bits_set(c->populated, i, i + npages, 0);
 	hz_bits_set(c->clean, i, i + npages, 0);

@@ -24,7 +24,8 @@ struct hz_chunk {
 	size_t dirty_free;                /* pages free and dirty */
 	size_t clean_free;                /* pages free and clean; with dirty_free, what a purge could release */
 	size_t taken_fresh;               /* pages of the last run handed out that were neither (not in memory) */
-	size_t taken_populated;           /* and that the zeroer had populated */
+	size_t taken_clean;               /* that were clean (the zeroer's work) */
+	size_t taken_populated;           /* and of those, populated */
 	uint32_t busy_lo, busy_hi;        /* free pages the zeroer has claimed (claim.h): no purge there */
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */

@@ -6,13 +6,12 @@
 /* A run of npages in a's chunks, first fit (lock held); NULL when none.
  * Away from the zeroer's piece where another run in memory fits: then no
  * thread waits for it (claim.h). */
-static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t *clean_before)
+static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp)
 {
 	for (int avoid = 1; avoid >= 0; avoid--)
 		for (unsigned i = 0; i < a->nchunks; i++) {
 			void *p;
 			struct hz_chunk *c = a->chunks[i];
-			*clean_before = c->clean_free;
 			if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, avoid))) {
 				*cp = c;
 				return p;
@@ -26,14 +25,13 @@ static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp, size_t
 static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int *refill)
 {
 	struct hz_chunk *c = NULL;
-	size_t clean_before = 0;
 	pthread_mutex_lock(&a->lock);
-	void *p = fit(a, npages, &c, &clean_before);
+	void *p = fit(a, npages, &c);
 	if (!p && grow) {
 		pthread_mutex_unlock(&a->lock);
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
-		p = fit(a, npages, &c, &clean_before); /* another thread may have taken or added room */
+		p = fit(a, npages, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
 	if (p) {
@@ -44,11 +42,11 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 		 * comes next (a program that recycles it wants no reserve). */
 		if (a->n.nalloc)
 			a->missed += fresh;
-		if (fresh || c->clean_free != clean_before)
+		if (fresh || c->taken_clean)
 			*refill = 1;
 		/* The zeroer's work taken: populated, and cleared. */
 		a->populated.paid += c->taken_populated << HZ_PAGE_SHIFT;
-		a->cleared.paid += (clean_before - c->clean_free - c->taken_populated) << HZ_PAGE_SHIFT;
+		a->cleared.paid += (c->taken_clean - c->taken_populated) << HZ_PAGE_SHIFT;
 		hz_arena_collide(a, c, i, i + npages, NULL);
 		if (zero) {
 			hz_chunk_zero_plan(c, p, &plan);

@@ -175,13 +175,15 @@ static void end_claimed(struct hz_arena *a, size_t done)
 
 /* Whether the program's threads took page faults in the last QUIET_NS:
  * it is touching memory, and a population would compete with its faults
- * (on a VM, for the host's backing too). Read on the zeroer's thread. */
+ * (on a VM, for the host's backing too). Where the counts cannot be read,
+ * it may be: no population. Read on the zeroer's thread. */
 #define QUIET_NS ((uint64_t)1000000u)
 static int program_faulting(void)
 {
 	static uint64_t others_seen, quiet_since;
 	uint64_t process, self, now = hz_os_now_ns();
-	hz_os_minor_faults(&process, &self);
+	if (hz_os_minor_faults(&process, &self))
+		return 1;
 	if (process - self != others_seen) {
 		others_seen = process - self;
 		quiet_since = now;

@@ -219,15 +219,16 @@ void hz_os_close(int fd)
 	errno = saved;
 }
 
-void hz_os_minor_faults(uint64_t *process, uint64_t *thread)
+int hz_os_minor_faults(uint64_t *process, uint64_t *thread)
 {
 	struct rusage p, t;
 	int saved = errno;
-	if (getrusage(RUSAGE_SELF, &p) || getrusage(RUSAGE_THREAD, &t))
-		p.ru_minflt = t.ru_minflt = 0;
-	errno = saved;
+	int e = hz_os_status(getrusage(RUSAGE_SELF, &p) || getrusage(RUSAGE_THREAD, &t) ? -1 : 0, saved);
+	if (e)
+		return e;
 	*process = (uint64_t)p.ru_minflt;
 	*thread = (uint64_t)t.ru_minflt;
+	return 0;
 }
 
 uint64_t hz_os_thread_cpu_ns(void)

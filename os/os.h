@@ -131,9 +131,9 @@ void hz_os_yield(void);
 /* The calling thread's CPU time, in nanoseconds. */
 uint64_t hz_os_thread_cpu_ns(void);
 /* Page faults served without I/O so far (getrusage's ru_minflt): the
- * whole process's into *process, the calling thread's into *thread; 0
- * and 0 when refused. */
-void hz_os_minor_faults(uint64_t *process, uint64_t *thread);
+ * whole process's into *process, the calling thread's into *thread. 0, or
+ * the errno of the refusal (a seccomp filter). */
+int hz_os_minor_faults(uint64_t *process, uint64_t *thread);
 
 /* ---- threads ---- */
 

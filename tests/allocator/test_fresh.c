@@ -58,12 +58,19 @@ static int places_in_window(void)
 	return 0;
 }
 
+/* fn in a child: passes at 0, skips with why at 10, else fails at its
+ * step. */
+static void step_in_child(int (*fn)(void), const char *why)
+{
+	int r = in_child(fn);
+	if (r == 10)
+		cr_skip_test("%s", why);
+	cr_assert_eq(r, 0, "step %d", r);
+}
+
 Test(fresh, places_in_the_window)
 {
-	int r = in_child(places_in_window);
-	if (r == 10)
-		cr_skip_test("another mapping holds the window (AddressSanitizer's shadow)");
-	cr_assert_eq(r, 0, "step %d", r);
+	step_in_child(places_in_window, "another mapping holds the window (AddressSanitizer's shadow)");
 }
 
 /* The whole window taken by another mapping (PROT_NONE, no memory): the
@@ -87,10 +94,7 @@ static int widens_when_full(void)
 
 Test(fresh, widens_when_the_window_is_full)
 {
-	int r = in_child(widens_when_full);
-	if (r == 10)
-		cr_skip_test("the window could not be reserved by the test");
-	cr_assert_eq(r, 0, "step %d", r);
+	step_in_child(widens_when_full, "the window could not be reserved by the test");
 }
 
 /* Each mode: the counters of one new mapping. */
@@ -163,6 +167,5 @@ static int auto_measures_once(void)
 
 Test(fresh, auto_measures_once)
 {
-	int r = in_child(auto_measures_once);
-	cr_assert_eq(r, 0, "step %d", r);
+	step_in_child(auto_measures_once, "");
 }

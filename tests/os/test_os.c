@@ -134,17 +134,46 @@ Test(os, release_partial_batch_reports_failure)
 }
 
 /* A seccomp filter that refuses process_madvise with errno e. */
-static void refuse_process_madvise(int e)
+static void refuse(long nr, int e)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_madvise, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (unsigned)e),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		_exit(90);
+}
+
+/* Minor faults: the thread's grow by the pages it touches, the process's
+ * are at least the thread's; refused by a filter, an errno, not figures. */
+Test(os, minor_faults)
+{
+	uint64_t p0, t0, p1, t1;
+	cr_assert_eq(hz_os_minor_faults(&p0, &t0), 0);
+	void *m;
+	cr_assert_eq(hz_os_map(64 * 4096, 4096, &m), 0);
+	for (int i = 0; i < 64; i++)
+		((volatile char *)m)[i * 4096] = 1;
+	cr_assert_eq(hz_os_minor_faults(&p1, &t1), 0);
+	cr_assert_geq(t1 - t0, 64, "%llu faults for 64 pages", (unsigned long long)(t1 - t0));
+	cr_assert_geq(p1, t1);
+	cr_assert_geq(p1 - p0, t1 - t0);
+	hz_os_unmap(m, 64 * 4096);
+	pid_t pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		refuse(SYS_getrusage, EPERM);
+		uint64_t p = 7, t = 7;
+		errno = 0;
+		int e = hz_os_minor_faults(&p, &t);
+		_exit(e == EPERM && errno == 0 && p == 7 && t == 7 ? 0 : 1);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "refused getrusage: child status %#x", st);
 }
 
 /* In a child whose seccomp filter refuses process_madvise (as container
@@ -157,7 +186,7 @@ Test(os, release_fallback_under_seccomp)
 		pid_t pid = fork();
 		cr_assert_neq(pid, -1);
 		if (pid == 0) {
-			refuse_process_madvise(errs[i]);
+			refuse(SYS_process_madvise, errs[i]);
 			hz_os_batch_reset();
 			struct hz_range r[NB];
 			blocks(p, r);
