@@ -241,7 +241,7 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "background.populated_bytes", z.populated, 0);
 	fn(arg, "background.abandoned_bytes", z.abandoned, 0);
 	fn(arg, "background.waits", z.waits, 0);
-	fn(arg, "background.cpu_time", z.cpu_ns, 0); /* ns */
+	fn(arg, "background.cpu_time_ns", z.cpu_ns, 0);
 	fn(arg, "background.wakeups", z.wakeups, 0);
 	fn(arg, "background.exits", z.exits, 0);
 	struct hz_fresh_stats f;
@@ -250,8 +250,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "fresh.samples", f.samples, 0);
 	fn(arg, "fresh.switches", f.switches, 0);
 	/* The last measurement's first touches, in nanoseconds. */
-	fn(arg, "fresh.probe_huge_touch", f.huge_ns, 1);
-	fn(arg, "fresh.probe_small_touch", f.small_ns, 1);
+	fn(arg, "fresh.probe_huge_touch_ns", f.huge_ns, 1);
+	fn(arg, "fresh.probe_small_touch_ns", f.small_ns, 1);
 	fn(arg, "fresh.huge_mappings", f.huge_maps, 0);
 	fn(arg, "fresh.small_mappings", f.small_maps, 0);
 	fn(arg, "fresh.huge", (uint64_t)f.huge, 1);

@@ -45,8 +45,15 @@ struct hz_emitter {
 extern const struct hz_emitter hz_emit_text, hz_emit_json, hz_emit_prom;
 
 /* The Prometheus name of a figure: hugezero_ and the name, dots as
- * underscores, a running total ending in _total. */
-void hz_prom_name(char *out, size_t size, const char *name, int gauge);
+ * underscores, a final _ns as _seconds, a running total ending in
+ * _total. 1 when the figure is in nanoseconds (written in seconds). */
+int hz_prom_name(char *out, size_t size, const char *name, int gauge);
+/* The labels on every sample of the Prometheus format, from
+ * "name=value,..." (no comma in a value; quotes, backslashes and newlines
+ * escaped): 0, or -1 when a name is not a label name or is one the
+ * report or Prometheus uses (pid, op, class, arm, le, bound, rank, site,
+ * job, instance), leaving the labels as they were. At setup. */
+int hz_prom_labels(const char *spec);
 
 #pragma GCC visibility pop
 

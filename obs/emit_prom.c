@@ -1,6 +1,8 @@
-/* The report in Prometheus's text exposition format (emit.h): a pid label
- * on every sample, so a node exporter's textfile collector can gather a
- * fleet's files; each family's samples together. */
+/* The report in Prometheus's text exposition format (emit.h), as a node
+ * exporter's textfile collector reads it: a pid label and the user's
+ * labels on every sample, each family's samples together, counters named
+ * _total, times in seconds, the arms' latencies as histograms whose
+ * buckets are the same in every process (so a fleet's can be summed). */
 #include <stdio.h>
 #include <string.h>
 
@@ -9,33 +11,97 @@
 #include "callsites.h"
 #include "emit.h"
 
-void hz_prom_name(char *out, size_t size, const char *name, int gauge)
+int hz_prom_name(char *out, size_t size, const char *name, int gauge)
 {
-	size_t n = (size_t)snprintf(out, size, "hugezero_%s", name);
+	size_t len = strlen(name);
+	int ns = len > 3 && !strcmp(name + len - 3, "_ns");
+	size_t n = (size_t)snprintf(out, size, "hugezero_%.*s%s", (int)(len - (ns ? 3 : 0)), name,
+				    ns ? "_seconds" : "");
 	for (char *c = out; *c; c++)
 		if (*c == '.')
 			*c = '_';
 	if (!gauge && n + 6 < size)
 		strcat(out, "_total");
+	return ns;
+}
+
+/* ---- the labels every sample carries ---- */
+
+/* The user's labels as ,name="value"... (hz_prom_labels), and this
+ * report's pid="N" and those (begin). One report is written at a time. */
+static char user_labels[512];
+static char base[sizeof user_labels + 32];
+
+/* Labels the report's own samples or Prometheus's targets carry. */
+static const char *const reserved[] = {"pid", "op", "class", "arm", "le", "bound", "rank",
+				       "site", "job", "instance"};
+
+static int label_name_ok(const char *s, size_t n)
+{
+	if (!n || (s[0] >= '0' && s[0] <= '9') || (n >= 2 && s[0] == '_' && s[1] == '_'))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9') || s[i] == '_'))
+			return 0;
+	for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+		if (strlen(reserved[i]) == n && !memcmp(reserved[i], s, n))
+			return 0;
+	return 1;
+}
+
+int hz_prom_labels(const char *spec)
+{
+	char out[sizeof user_labels];
+	size_t len = 0;
+	for (const char *p = spec; *p;) {
+		size_t item = strcspn(p, ","), name = strcspn(p, "=");
+		if (name >= item || !label_name_ok(p, name))
+			return -1;
+		if (len + name + 4 >= sizeof out)
+			return -1;
+		out[len++] = ',';
+		memcpy(out + len, p, name);
+		len += name;
+		out[len++] = '=';
+		out[len++] = '"';
+		for (size_t i = name + 1; i < item; i++) {
+			char c = p[i] == '\n' ? 'n' : p[i];
+			if (len + 4 >= sizeof out)
+				return -1;
+			if (c != p[i] || c == '"' || c == '\\')
+				out[len++] = '\\';
+			out[len++] = c;
+		}
+		out[len++] = '"';
+		p += item + (p[item] == ',');
+	}
+	out[len] = 0;
+	memcpy(user_labels, out, len + 1);
+	return 0;
 }
 
 static void begin(struct hz_out *o)
 {
 	(void)o;
+	snprintf(base, sizeof base, "pid=\"%d\"%s", hz_os_pid(), user_labels);
 }
 
 static void counter(struct hz_out *o, const char *name, uint64_t value, int gauge)
 {
 	char pn[128];
-	hz_prom_name(pn, sizeof pn, name, gauge);
-	hz_out_put(o, "# HELP %s hugezero's %s.\n# TYPE %s %s\n%s{pid=\"%d\"} %llu\n", pn, name, pn,
-		   gauge ? "gauge" : "counter", pn, hz_os_pid(), (unsigned long long)value);
+	int ns = hz_prom_name(pn, sizeof pn, name, gauge);
+	hz_out_put(o, "# HELP %s hugezero's %s%s.\n# TYPE %s %s\n", pn, name, ns ? " (in seconds)" : "",
+		   pn, gauge ? "gauge" : "counter");
+	if (ns)
+		hz_out_put(o, "%s{%s} %.9f\n", pn, base, (double)value / 1e9);
+	else
+		hz_out_put(o, "%s{%s} %llu\n", pn, base, (unsigned long long)value);
 }
 
 static void classes(struct hz_out *o, const struct hz_tstats *t)
 {
 	static const char *const what[2] = {"calls", "bytes"};
-	int pid = hz_os_pid();
 	for (int w = 0; w < 2; w++) {
 		hz_out_put(o, "# HELP hugezero_%s_total %s by operation and size class (the class's "
 			      "smallest size, in bytes; memset from 16 KiB).\n"
@@ -44,74 +110,100 @@ static void classes(struct hz_out *o, const struct hz_tstats *t)
 		for (int op = 0; op < HZ_OPS; op++)
 			for (int k = 0; k < HZ_CLASSES; k++)
 				if (t->calls[op][k])
-					hz_out_put(o, "hugezero_%s_total{pid=\"%d\",op=\"%s\",class=\"%llu\"} %llu\n",
-						   what[w], pid, hz_op_names[op], (unsigned long long)hz_class_min(k),
+					hz_out_put(o, "hugezero_%s_total{%s,op=\"%s\",class=\"%llu\"} %llu\n",
+						   what[w], base, hz_op_names[op], (unsigned long long)hz_class_min(k),
 						   (unsigned long long)(w ? t->bytes[op][k] : t->calls[op][k]));
 	}
 }
 
-/* The arms in two passes, each family's samples together: pass 0 the
- * latency histograms, pass 1 the B/A ratios. */
+/* ---- the arms ----
+ * Each family's samples together: one pass over the cells per family. */
+enum { PASS_HIST, PASS_SQUARED, PASS_BYTES, PASS_RATIO, PASSES };
+
+static const char *const families[PASSES] = {
+	"# HELP hugezero_ab_duration_seconds Time of calls by arm (A: glibc's way, B: hugezero's), "
+	"operation and size class.\n# TYPE hugezero_ab_duration_seconds histogram\n",
+	"# HELP hugezero_ab_duration_seconds_squared_total Sum of the squares of the calls' times "
+	"(seconds squared), for their variance.\n# TYPE hugezero_ab_duration_seconds_squared_total "
+	"counter\n",
+	"# HELP hugezero_ab_bytes_total Bytes of the arms' calls.\n"
+	"# TYPE hugezero_ab_bytes_total counter\n",
+	"# HELP hugezero_ab_ratio This process's B/A ratio of mean times and its 95%% interval.\n"
+	"# TYPE hugezero_ab_ratio gauge\n",
+};
+
+/* The histogram's buckets: an octave each, le = 2^HIST_LE_LO ns up to
+ * 2^(HIST_LE_LO + HZ_AB_H_MAJ - 1) ns, each the upper end of one of the
+ * arms' major buckets (ab.h), so the counts are exact; then +Inf. */
+#define HIST_LE_LO (HZ_AB_H_LO + 1)
+
+static void ab_hist(struct hz_out *o, const char *labels, const struct hz_ab_cell *c, const uint64_t *h)
+{
+	uint64_t cum = 0;
+	for (int maj = 0; maj < HZ_AB_H_MAJ; maj++) {
+		for (int s = 0; s < HZ_AB_H_SUB; s++)
+			cum += h[maj * HZ_AB_H_SUB + s];
+		/* The last major bucket also holds every longer time: its le
+		 * is kept for the fixed set, +Inf gives the same count. */
+		hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"%.9g\"} %llu\n", labels,
+			   (double)((uint64_t)1 << (HIST_LE_LO + maj)) / 1e9, (unsigned long long)cum);
+	}
+	hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", labels,
+		   (unsigned long long)c->calls);
+	hz_out_put(o, "hugezero_ab_duration_seconds_sum{%s} %.17g\n", labels, c->ns / 1e9);
+	hz_out_put(o, "hugezero_ab_duration_seconds_count{%s} %llu\n", labels,
+		   (unsigned long long)c->calls);
+}
+
 struct ab_pass {
 	struct hz_out *o;
 	int pass;
 };
 
-static void ab_hist(struct hz_out *o, const char *labels, const struct hz_ab_cell *c, const uint64_t *h)
-{
-	uint64_t cum = 0;
-	for (int b = 0; b < HZ_AB_BUCKETS; b++) {
-		cum += h[b];
-		if (h[b] || b + 1 == HZ_AB_BUCKETS)
-			hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"%.9g\"} %llu\n", labels,
-				   (b + 1 < HZ_AB_BUCKETS ? hz_ab_bucket_ns(b + 1) : hz_ab_bucket_ns(b) * 2) / 1e9,
-				   (unsigned long long)cum);
-	}
-	hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", labels,
-		   (unsigned long long)cum);
-	hz_out_put(o, "hugezero_ab_duration_seconds_sum{%s} %.9g\n", labels, c->ns / 1e9);
-	hz_out_put(o, "hugezero_ab_duration_seconds_count{%s} %llu\n", labels,
-		   (unsigned long long)c->calls);
-}
-
 static void ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const struct hz_ab_cell *b,
 		    const uint64_t *ha, const uint64_t *hb)
 {
-	struct ab_pass *p = arg;
-	const char *name = hz_ab_op_names[op];
-	unsigned long long lo = hz_class_min(k);
-	int pid = hz_os_pid();
-	if (p->pass == 0) {
-		char labels[160];
-		snprintf(labels, sizeof labels, "pid=\"%d\",op=\"%s\",class=\"%llu\",arm=\"A\"", pid, name, lo);
-		ab_hist(p->o, labels, a, ha);
-		snprintf(labels, sizeof labels, "pid=\"%d\",op=\"%s\",class=\"%llu\",arm=\"B\"", pid, name, lo);
-		ab_hist(p->o, labels, b, hb);
+	struct hz_out *o = ((struct ab_pass *)arg)->o;
+	int pass = ((struct ab_pass *)arg)->pass;
+	char labels[sizeof base + 96];
+	int n = snprintf(labels, sizeof labels, "%s,op=\"%s\",class=\"%llu\"", base, hz_ab_op_names[op],
+			 (unsigned long long)hz_class_min(k));
+	if (pass == PASS_RATIO) {
+		struct hz_ab_result r;
+		hz_ab_compare(a, b, &r);
+		if (r.ratio <= 0) /* no ratio below 2 calls an arm */
+			return;
+		const char *bound[3] = {"mean", "lo95", "hi95"};
+		const double v[3] = {r.ratio, r.lo, r.hi};
+		for (int i = 0; i < 3; i++)
+			hz_out_put(o, "hugezero_ab_ratio{%s,bound=\"%s\"} %.6f\n", labels, bound[i], v[i]);
 		return;
 	}
-	struct hz_ab_result r;
-	hz_ab_compare(a, b, &r);
-	if (r.ratio <= 0) /* no ratio below 2 calls an arm */
-		return;
-	const char *bound[3] = {"mean", "lo95", "hi95"};
-	const double v[3] = {r.ratio, r.lo, r.hi};
-	for (int i = 0; i < 3; i++)
-		hz_out_put(p->o, "hugezero_ab_ratio{pid=\"%d\",op=\"%s\",class=\"%llu\",bound=\"%s\"} %.6f\n",
-			   pid, name, lo, bound[i], v[i]);
+	for (int arm = 0; arm < 2; arm++) {
+		const struct hz_ab_cell *c = arm ? b : a;
+		snprintf(labels + n, sizeof labels - (size_t)n, ",arm=\"%c\"", arm ? 'B' : 'A');
+		if (pass == PASS_HIST)
+			ab_hist(o, labels, c, arm ? hb : ha);
+		else if (pass == PASS_SQUARED)
+			hz_out_put(o, "hugezero_ab_duration_seconds_squared_total{%s} %.17g\n", labels,
+				   c->ns2 / 1e18);
+		else
+			hz_out_put(o, "hugezero_ab_bytes_total{%s} %llu\n", labels,
+				   (unsigned long long)c->bytes);
+		labels[n] = 0;
+	}
 }
 
 static void ab(struct hz_out *o)
 {
-	struct ab_pass p = {o, 0};
-	hz_out_put(o, "# HELP hugezero_ab_duration_seconds Time of calls by arm (A: glibc's way, B: "
-		      "hugezero's), operation and size class.\n"
-		      "# TYPE hugezero_ab_duration_seconds histogram\n");
-	hz_ab_each(ab_cell, &p);
-	hz_out_put(o, "# HELP hugezero_ab_ratio B/A ratio of mean times and its 95%% interval.\n"
-		      "# TYPE hugezero_ab_ratio gauge\n");
-	p.pass = 1;
-	hz_ab_each(ab_cell, &p);
+	for (int pass = 0; pass < PASSES; pass++) {
+		struct ab_pass p = {o, pass};
+		hz_out_put(o, "%s", families[pass]);
+		hz_ab_each(ab_cell, &p);
+	}
 }
+
+/* ---- call sites ---- */
 
 static void site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
 		 const struct hz_site_frame *f, int n)
@@ -121,7 +213,7 @@ static void site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
 	(void)calls;
 	snprintf(where, sizeof where, "%s+0x%lx", n && f[0].function ? f[0].function : "?",
 		 n ? (unsigned long)f[0].offset : 0ul);
-	hz_out_put(o, "hugezero_callsite_bytes_total{pid=\"%d\",rank=\"%u\",site=", hz_os_pid(), rank);
+	hz_out_put(o, "hugezero_callsite_bytes_total{%s,rank=\"%u\",site=", base, rank);
 	hz_out_str(o, where);
 	hz_out_put(o, "} %llu\n", (unsigned long long)bytes);
 }

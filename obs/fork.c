@@ -22,3 +22,8 @@ void hz_obs_fork_child(void)
 	hz_callsites_fork_child();
 	hz_ab_fork_child();
 }
+
+void hz_obs_fork_child_ready(void)
+{
+	hz_report_fork_child_ready();
+}

@@ -13,6 +13,9 @@
 void hz_obs_fork_prepare(void);
 void hz_obs_fork_parent(void);
 void hz_obs_fork_child(void);
+/* Last in the child, once the whole library is consistent again: what
+ * the child may start (the report's interval thread). */
+void hz_obs_fork_child_ready(void);
 
 #pragma GCC visibility pop
 

@@ -96,43 +96,60 @@ static int write_report(int fd, const struct hz_emitter *e)
 
 /* ---- where it goes ---- */
 
-/* The report's path, absolute, copied at setup. */
+/* The report's path, absolute, copied at setup; its format and interval. */
 static char report_path[4096];
 static const struct hz_emitter *report_format = &hz_emit_text;
+static uint64_t report_interval_ms;
 
-/* The report's file for this process: "%p" in the path becomes the pid,
- * otherwise ".PID" is appended. -1 with errno when it cannot be made. */
-static int open_report(const char *path)
+/* A file name: the path, the pid, ".tmp" and the NUL. */
+#define NAME_MAX_LEN (sizeof report_path + 32)
+
+/* The report's file for this process into name: "%p" in path becomes the
+ * pid; otherwise ".PID" goes before a final ".prom", or at the end. */
+static void file_name(char *name, const char *path)
 {
-	char name[sizeof report_path + 16];
 	const char *pp = strstr(path, "%p");
-	int pid = hz_os_pid(), fd;
+	size_t len = strlen(path);
+	int pid = hz_os_pid();
 	if (pp)
-		snprintf(name, sizeof name, "%.*s%d%s", (int)(pp - path), path, pid, pp + 2);
+		snprintf(name, NAME_MAX_LEN, "%.*s%d%s", (int)(pp - path), path, pid, pp + 2);
+	else if (len > 5 && !strcmp(path + len - 5, ".prom"))
+		snprintf(name, NAME_MAX_LEN, "%.*s.%d.prom", (int)(len - 5), path, pid);
 	else
-		snprintf(name, sizeof name, "%s.%d", path, pid);
-	int e = hz_os_create_private(name, &fd);
-	if (e) {
-		errno = e;
-		return -1;
-	}
-	return fd;
+		snprintf(name, NAME_MAX_LEN, "%s.%d", path, pid);
 }
 
 /* One report at a time: two writers of one file would interleave. */
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Writes the report to path ("stderr", or a file as open_report makes
- * it) by emitter e, dump_lock held; 0, or -1 with errno. */
+/* Writes the report to path ("stderr", or a file as file_name makes it)
+ * by emitter e, dump_lock held; 0, or -1 with errno. A file is written
+ * whole beside its place, then renamed over it: a reader (a textfile
+ * collector, hugezero report) sees the last report or the one before,
+ * never part of one. */
 static int dump_locked(const char *path, const struct hz_emitter *e)
 {
 	if (!strcmp(path, "stderr"))
 		return write_report(2, e);
-	int fd = open_report(path);
-	if (fd < 0)
+	char name[NAME_MAX_LEN], tmp[NAME_MAX_LEN];
+	file_name(name, path);
+	snprintf(tmp, sizeof tmp, "%s.tmp", name);
+	int fd, err = hz_os_create_file(tmp, e == &hz_emit_prom ? 0644 : 0600, &fd);
+	if (err) {
+		errno = err;
 		return -1;
+	}
 	int rc = write_report(fd, e);
 	hz_os_close(fd);
+	if (!rc && (err = hz_os_rename(tmp, name))) {
+		errno = err;
+		rc = -1;
+	}
+	if (rc) {
+		err = errno;
+		hz_os_unlink(tmp);
+		errno = err;
+	}
 	return rc;
 }
 
@@ -154,23 +171,29 @@ int hz_report_dump(const char *path, const char *format)
 	return dump(path ? path : report_path[0] ? report_path : "stderr", e);
 }
 
-void hz_report_fork_child(void)
-{
-	pthread_mutex_init(&dump_lock, NULL);
-}
-
 /* The interval's thread rewrites the report until the process ends. */
 static void *interval_main(void *arg)
 {
-	uint64_t ms = (uint64_t)(uintptr_t)arg;
+	(void)arg;
 	for (;;) {
-		hz_os_sleep_ms(ms);
+		hz_os_sleep_ms(report_interval_ms);
 		dump(report_path, report_format);
 	}
 	return NULL;
 }
 
-int hz_report_setup(const char *path, const char *format, uint64_t interval_ms)
+void hz_report_fork_child(void)
+{
+	pthread_mutex_init(&dump_lock, NULL);
+}
+
+void hz_report_fork_child_ready(void)
+{
+	if (report_path[0] && report_interval_ms && hz_os_thread_start(interval_main, NULL))
+		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread in a forked child", NULL, NULL);
+}
+
+int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, const char *labels)
 {
 	int bad = 0;
 	if (!path)
@@ -194,26 +217,33 @@ int hz_report_setup(const char *path, const char *format, uint64_t interval_ms)
 		report_format = &hz_emit_text;
 		bad |= HZ_REPORT_BAD_FORMAT;
 	}
-	pthread_t tid;
-	if (interval_ms) {
-		if (pthread_create(&tid, NULL, interval_main, (void *)(uintptr_t)interval_ms))
-			bad |= HZ_REPORT_NO_THREAD;
-		else
-			pthread_detach(tid);
+	if (labels && hz_prom_labels(labels))
+		bad |= HZ_REPORT_BAD_LABELS;
+	report_interval_ms = interval_ms;
+	if (interval_ms && hz_os_thread_start(interval_main, NULL)) {
+		report_interval_ms = 0;
+		bad |= HZ_REPORT_NO_THREAD;
 	}
 	return bad;
 }
 
 /* At exit: a preloaded library's destructors run after the program's.
  * The lock stays held: the interval thread, if any, writes no more, so
- * the process's end cannot cut a rewrite of the final report short. */
+ * the process's end cannot cut a rewrite of the final report short. A
+ * collector's file (the Prometheus format with an interval) is removed:
+ * the process's series end with it. */
 __attribute__((destructor)) static void report_at_exit(void)
 {
 	if (!report_path[0])
 		return;
 	int saved = errno;
 	pthread_mutex_lock(&dump_lock);
-	if (dump_locked(report_path, report_format))
+	if (report_format == &hz_emit_prom && report_interval_ms && strcmp(report_path, "stderr")) {
+		char name[NAME_MAX_LEN];
+		file_name(name, report_path);
+		hz_os_unlink(name);
+	} else if (dump_locked(report_path, report_format)) {
 		hz_os_log("cannot write the report to ", report_path, NULL);
+	}
 	errno = saved;
 }

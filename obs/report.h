@@ -17,21 +17,32 @@ enum {
 	HZ_REPORT_NO_CWD = 2,     /* a relative path and no current directory: no report */
 	HZ_REPORT_TOO_LONG = 4,   /* the path is too long: no report */
 	HZ_REPORT_NO_THREAD = 8,  /* the interval's thread could not start */
+	HZ_REPORT_BAD_LABELS = 16, /* labels not name=value,...: none are added */
 };
 /* Writes the report at exit to path ("stderr", or a file: "%p" in it
- * becomes the pid, the first one only, otherwise ".PID" is appended, so
- * each process of a forking server writes its own; a relative path is
+ * becomes the pid, the first one only, otherwise ".PID" is appended, or
+ * inserted before a final ".prom" (a textfile collector reads only those),
+ * so each process of a forking server writes its own; a relative path is
  * taken from the current directory now, since servers change directory
  * and overwrite their environment), in format (NULL: text), and every
- * interval_ms from a thread started only then (0: never). At
+ * interval_ms from a thread started only then (0: never). Each write to
+ * a file replaces it whole: a temporary file beside it ("NAME.tmp"),
+ * renamed over it. In the Prometheus format with an interval, the file is
+ * removed at exit instead (the process's series end with it), and is made
+ * readable by others (mode 0644: a node exporter runs as its own user);
+ * labels ("name=value,...", NULL: none) go on each of its samples. At
  * initialisation. Returns the HZ_REPORT_* bits of what it could not do. */
-int hz_report_setup(const char *path, const char *format, uint64_t interval_ms);
+int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, const char *labels);
 /* Writes the report now: to path (NULL: the one set up, else stderr), in
  * format (NULL: the one set up). 0, or -1 with errno (EINVAL for an
  * unknown format). */
 int hz_report_dump(const char *path, const char *format);
 /* fork (hz_obs_fork_child): the child's report lock, unlocked. */
 void hz_report_fork_child(void);
+/* fork, last in the child (hz_obs_fork_child_ready): the child's own
+ * interval thread, when the parent had one. Its first write comes an
+ * interval later, so a child that execs at once never writes. */
+void hz_report_fork_child_ready(void);
 
 #pragma GCC visibility pop
 

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -189,10 +190,10 @@ int hz_os_free_page_reporting(void)
 	return 0;
 }
 
-int hz_os_create_private(const char *path, int *out)
+int hz_os_create_file(const char *path, unsigned mode, int *out)
 {
 	int saved = errno, e = 0;
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, (mode_t)mode);
 	if (fd < 0 && errno == EEXIST) {
 		/* Non-blocking: a FIFO planted there must not hang the process. */
 		fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
@@ -208,6 +209,20 @@ int hz_os_create_private(const char *path, int *out)
 		e = errno;
 	else
 		*out = fd;
+	errno = saved;
+	return e;
+}
+
+int hz_os_rename(const char *from, const char *to)
+{
+	int saved = errno, e = rename(from, to) ? errno : 0;
+	errno = saved;
+	return e;
+}
+
+int hz_os_unlink(const char *path)
+{
+	int saved = errno, e = unlink(path) ? errno : 0;
 	errno = saved;
 	return e;
 }

@@ -180,11 +180,15 @@ int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len);
  * VIRTIO_BALLOON_F_REPORTING): memory taken from the free lists may then
  * have to be backed again by the host at its first touch. 0 otherwise. */
 int hz_os_free_page_reporting(void);
-/* Opens path for writing a private file at *fd: created with mode 0600;
- * a symlink at path is never followed; an existing file is taken only if
- * it is a regular file this user owns, and is truncated. EEXIST and the
- * like when it is refused. */
-int hz_os_create_private(const char *path, int *fd);
+/* Opens path for writing a file at *fd: created with mode (0600 private,
+ * 0644 for a reader of another user, less the umask); a symlink at path
+ * is never followed; an existing file is taken only if it is a regular
+ * file this user owns, and is truncated. EEXIST and the like when it is
+ * refused. */
+int hz_os_create_file(const char *path, unsigned mode, int *fd);
+/* rename(2) and unlink(2): 0, or the errno value. */
+int hz_os_rename(const char *from, const char *to);
+int hz_os_unlink(const char *path);
 void hz_os_close(int fd);
 
 #pragma GCC visibility pop

@@ -26,6 +26,7 @@ static void child(void)
 	hz_small_fork_child();
 	hz_obs_fork_child();
 	hz_allocator_fork_child();
+	hz_obs_fork_child_ready();
 }
 
 void hz_fork_register(void)

@@ -31,7 +31,7 @@ const int hz_init_linked = 1;
 static void configure_report(void)
 {
 	int bad = hz_report_setup(hz_option(HZ_OPT_STATS)->str, hz_option(HZ_OPT_STATS_FORMAT)->str,
-				  hz_option(HZ_OPT_STATS_INTERVAL_MS)->size);
+				  hz_option(HZ_OPT_STATS_INTERVAL_MS)->size, hz_option(HZ_OPT_LABELS)->str);
 	if (bad & HZ_REPORT_NO_CWD)
 		hz_os_log("ignoring HUGEZERO_STATS: no current directory", NULL, NULL);
 	if (bad & HZ_REPORT_TOO_LONG)
@@ -39,6 +39,9 @@ static void configure_report(void)
 	if (bad & HZ_REPORT_BAD_FORMAT)
 		hz_os_log("ignoring HUGEZERO_STATS_FORMAT: not text, json or prometheus: ",
 			  hz_option(HZ_OPT_STATS_FORMAT)->str, NULL);
+	if (bad & HZ_REPORT_BAD_LABELS)
+		hz_os_log("ignoring HUGEZERO_LABELS: not name=value,... with names of their own: ",
+			  hz_option(HZ_OPT_LABELS)->str, NULL);
 	if (bad & HZ_REPORT_NO_THREAD)
 		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread", NULL, NULL);
 }

@@ -11,9 +11,10 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       # the workload suite's peak RSS
       time
       libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
-      # promtool checks the Prometheus report; man renders the man pages,
-      # dpkg-shlibdeps (dpkg-dev) gives the Debian package its Depends
-      prometheus man-db dpkg-dev)
+      # promtool checks the Prometheus report and rules, and with the node
+      # exporter serves the fleet's end-to-end test; man renders the man
+      # pages, dpkg-shlibdeps (dpkg-dev) gives the Debian package its Depends
+      prometheus prometheus-node-exporter man-db dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

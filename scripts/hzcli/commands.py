@@ -96,6 +96,44 @@ def cmd_run(args):
 
 # ---- report ----
 
+def ab_rows(ab):
+    """The A/B table's rows from merged arms {(op, lo): {arm: {calls, bytes,
+    ns, ns2, hist}}}: percentiles from the histograms, the B/A ratio, its
+    interval and verdict from the raw sums (stats.py)."""
+    rows = []
+    for (op, lo), arms in sorted(ab.items()):
+        row = {"op": op, "lo": lo, "cmp": compare(arms["A"], arms["B"])}
+        for arm in "AB":
+            a = arms[arm]
+            row[arm] = {"calls": a["calls"], "mean": a["ns"] / a["calls"] if a["calls"] else 0,
+                        "p": [quantile(a["hist"], q) for q in (.5, .9, .99)],
+                        "gbps": a["bytes"] / a["ns"] if a["ns"] else 0}
+        rows.append(row)
+    return rows
+
+
+def print_ab_table(rows):
+    """The A/B table: per operation and size class, each arm's calls, mean
+    and percentiles (us) and throughput, then B/A [95% interval] and the
+    verdict ("not enough calls" below 2 calls an arm). `hugezero fleet`
+    prints the same table from Prometheus's recorded series."""
+    print("\nA/B arms (A: glibc's way, B: hugezero's); times in microseconds")
+    print("%-7s %9s | %7s %9s %9s %9s %9s %6s | %7s %9s %9s %9s %9s %6s | %-22s %s" % (
+        "op", "from", "A calls", "mean", "p50", "p90", "p99", "GB/s", "B calls", "mean", "p50",
+        "p90", "p99", "GB/s", "B/A [95% interval]", "verdict"))
+    for r in rows:
+        line = "%-7s %9s |" % (r["op"], size_name(r["lo"]))
+        for arm in "AB":
+            a = r[arm]
+            line += " %7d %9.1f %9.1f %9.1f %9.1f %6.1f |" % (
+                a["calls"], a["mean"] / 1e3, a["p"][0] / 1e3, a["p"][1] / 1e3, a["p"][2] / 1e3, a["gbps"])
+        if r["cmp"]:
+            line += " %.3f [%.3f, %.3f]   %s" % tuple(r["cmp"])
+        else:
+            line += " %-22s %s" % ("-", "not enough calls")
+        print(line)
+
+
 def print_report(m):
     print("%d process report(s)" % m["processes"])
     c = m["counters"]
@@ -108,24 +146,7 @@ def print_report(m):
         if k in c:
             print("  %-32s %d" % (k, c[k]))
     if m["ab"]:
-        print("\nA/B arms (A: glibc's way, B: hugezero's); times in microseconds")
-        print("%-7s %9s | %7s %9s %9s %9s %9s %6s | %7s %9s %9s %9s %9s %6s | %-22s %s" % (
-            "op", "from", "A calls", "mean", "p50", "p90", "p99", "GB/s", "B calls", "mean", "p50",
-            "p90", "p99", "GB/s", "B/A [95% interval]", "verdict"))
-        for (op, lo), arms in sorted(m["ab"].items()):
-            row = "%-7s %9s |" % (op, size_name(lo))
-            for arm in "AB":
-                a = arms[arm]
-                mean = a["ns"] / a["calls"] / 1e3 if a["calls"] else 0
-                row += " %7d %9.1f %9.1f %9.1f %9.1f %6.1f |" % (
-                    a["calls"], mean, quantile(a["hist"], .5) / 1e3, quantile(a["hist"], .9) / 1e3,
-                    quantile(a["hist"], .99) / 1e3, a["bytes"] / a["ns"] if a["ns"] else 0)
-            cmp = compare(arms["A"], arms["B"])
-            if cmp:
-                row += " %.3f [%.3f, %.3f]   %s" % cmp
-            else:
-                row += " %-22s %s" % ("-", "not enough calls")
-            print(row)
+        print_ab_table(ab_rows(m["ab"]))
     if m["callsites"]:
         print("\ntop call sites by bytes cleared")
         for key, (calls, nbytes, frames) in sorted(m["callsites"].items(), key=lambda kv: -kv[1][1])[:10]:

@@ -248,7 +248,7 @@ Test(os, files)
 	snprintf(fifo, sizeof fifo, "%s/p", dir);
 	errno = 12345;
 	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), ENOENT);
-	cr_assert_eq(hz_os_create_private(path, &fd), 0);
+	cr_assert_eq(hz_os_create_file(path, 0600, &fd), 0);
 	cr_assert_eq(hz_os_write_all(fd, "hello", 5), 0);
 	hz_os_close(fd);
 	struct stat st;
@@ -259,17 +259,34 @@ Test(os, files)
 	cr_assert_str_eq(buf, "hello");
 	cr_assert_eq(hz_os_read_file(path, buf, 3, &len), 0, "cut to the buffer");
 	cr_assert_str_eq(buf, "he");
-	cr_assert_eq(hz_os_create_private(path, &fd), 0, "an existing file of this user");
+	cr_assert_eq(hz_os_create_file(path, 0600, &fd), 0, "an existing file of this user");
 	hz_os_close(fd);
 	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), 0);
 	cr_assert_eq(len, 0, "not truncated");
 	cr_assert_eq(symlink(path, link), 0);
-	cr_assert_neq(hz_os_create_private(link, &fd), 0, "a symlink was followed");
+	cr_assert_neq(hz_os_create_file(link, 0600, &fd), 0, "a symlink was followed");
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
-	cr_assert_neq(hz_os_create_private(fifo, &fd), 0, "a FIFO was taken");
+	cr_assert_neq(hz_os_create_file(fifo, 0600, &fd), 0, "a FIFO was taken");
+	cr_assert_eq(errno, 12345, "errno changed to %d", errno);
+	/* A shared file (a collector of another user reads it), renamed over
+	 * the symlink (replaced, not followed), then removed. */
+	char shared[128];
+	snprintf(shared, sizeof shared, "%s/s", dir);
+	mode_t mask = umask(022);
+	cr_assert_eq(hz_os_create_file(shared, 0644, &fd), 0);
+	umask(mask);
+	hz_os_close(fd);
+	cr_assert_eq(stat(shared, &st), 0);
+	cr_assert_eq(st.st_mode & 0777, 0644);
+	cr_assert_eq(hz_os_rename(shared, link), 0);
+	cr_assert_eq(lstat(link, &st), 0);
+	cr_assert(S_ISREG(st.st_mode), "the symlink was followed, not replaced");
+	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), 0, "its target is still there");
+	cr_assert_eq(hz_os_rename(shared, link), ENOENT);
+	cr_assert_eq(hz_os_unlink(link), 0);
+	cr_assert_eq(hz_os_unlink(link), ENOENT);
 	cr_assert_eq(errno, 12345, "errno changed to %d", errno);
 	unlink(fifo);
-	unlink(link);
 	unlink(path);
 	rmdir(dir);
 }

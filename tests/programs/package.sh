@@ -53,6 +53,15 @@ if man -w hugezero.7 >/dev/null 2>&1 && pkg-config --modversion hugezero >/dev/n
 else
 	bad "man or pkg-config cannot find the installed files"
 fi
+# The fleet's Prometheus rules where a Prometheus configuration names
+# them, valid, and what the installed command writes.
+rules=/usr/share/hugezero/prometheus/hugezero.rules.yml
+if [ -f "$rules" ] && promtool check rules "$rules" >/dev/null 2>&1 &&
+	env -u HUGEZERO_LIB hugezero rules | cmp -s - "$rules"; then
+	ok "$rules passes promtool check rules, as hugezero rules writes it"
+else
+	bad "$rules: missing, invalid or not what hugezero rules writes"
+fi
 if dpkg -r hugezero >"$work/dpkg.log" 2>&1; then
 	ok "dpkg -r"
 else

@@ -175,19 +175,24 @@ for opt in HUGEZERO_CALLOC_DIRTY=release HUGEZERO_THP=0; do
 done
 
 # The report at exit: one file per process, mode 0600, "%p" replaced by
-# the pid, a relative path taken from where the program started, and a
-# symlink planted at the path not followed (exec keeps the shell's pid).
+# the pid, a relative path taken from where the program started; a
+# symlink planted at the path replaced by the report, not followed; one
+# planted at its temporary file refused (exec keeps the shell's pid).
 mkdir -p "$work/rep"
 (cd "$work/rep" && HUGEZERO_STATS=rel LD_PRELOAD=$lib /usr/bin/python3 -c 'import os; os.chdir("/")')
 sh -c 'exec env LD_PRELOAD="$1" HUGEZERO_STATS="$2/rep/r-%p.txt" /bin/true; ' sh "$lib" "$work"
 sh -c 'ln -s "$2/victim" "$2/rep/s.$$"; exec env LD_PRELOAD="$1" HUGEZERO_STATS="$2/rep/s" /bin/true' \
+	sh "$lib" "$work"
+sh -c 'ln -s "$2/victim" "$2/rep/t.$$.tmp"; exec env LD_PRELOAD="$1" HUGEZERO_STATS="$2/rep/t" /bin/true' \
 	sh "$lib" "$work" 2>"$work/sym.err"
 rel=$(ls "$work"/rep/rel.* 2>/dev/null | head -1) pidf=$(ls "$work"/rep/r-*.txt 2>/dev/null | head -1)
+sym=$(ls "$work"/rep/s.* 2>/dev/null | head -1)
 if [ -n "$rel" ] && [ "$(stat -c %a "$rel")" = 600 ] && grep -q '^malloc.small.calls [1-9]' "$rel" &&
-	[[ $pidf =~ /r-[0-9]+\.txt$ ]] && [ ! -e "$work/victim" ] && grep -q "cannot write the report" "$work/sym.err"; then
-	ok "report: $(basename "$rel") mode 600 after chdir, $(basename "$pidf"), symlink not followed"
+	[[ $pidf =~ /r-[0-9]+\.txt$ ]] && [ -f "$sym" ] && [ ! -L "$sym" ] && [ ! -e "$work/victim" ] &&
+	grep -q "cannot write the report" "$work/sym.err" && ! ls "$work"/rep/t.[0-9]* 2>/dev/null | grep -qv tmp; then
+	ok "report: $(basename "$rel") mode 600 after chdir, $(basename "$pidf"), symlinks replaced or refused, never followed"
 else
-	bad "report: rel '$rel' pid file '$pidf' victim $([ -e "$work/victim" ] && echo written) err '$(cat "$work/sym.err")'"
+	bad "report: rel '$rel' pid file '$pidf' symlink path '$sym' victim $([ -e "$work/victim" ] && echo written) err '$(cat "$work/sym.err")'"
 fi
 
 # Bootstrap without dlsym: a library ahead of it that exits on any dlsym

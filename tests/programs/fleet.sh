@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# A/B across a fleet, end to end with the real parts: a node exporter
+# (Debian's prometheus-node-exporter, its textfile collector on a temporary
+# directory) and a Prometheus server (Debian's prometheus, a temporary
+# configuration and data directory, the rules of `hugezero rules`, as the
+# package installs them) on free local
+# ports; three processes of a workload under A/B write periodic reports
+# there and a JSON report each. Prometheus's recorded B/A ratio and its
+# interval (centre and half-width) must agree with `hugezero report` over
+# the JSON reports within 1%, cell by cell, with the same verdict;
+# `hugezero fleet` prints them.
+# (Prometheus's increase() extrapolates a series that ends inside the
+# window by half a scrape interval: the counts it sees exceed a process's
+# by 1/(2(samples - 1)), which narrows the interval by half that. Scraped
+# every 200 ms for 10 s, a process's counts are within 1% of its own.)
+# Everything started here is stopped here. Skips (exit 77) only when the
+# programs are not installed.
+# Usage: fleet.sh HUGEZERO_COMMAND LIB FLEET_WORK_BINARY
+set -u
+cli=$1 lib=$2 fw=$3
+. "$(dirname "$0")/../util/common.sh"
+for p in prometheus prometheus-node-exporter; do
+	if ! command -v $p >/dev/null; then
+		echo "SKIP - $p is not installed (scripts/deps.sh installs it)"
+		exit 77
+	fi
+done
+pids=()
+stop_all() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap stop_all EXIT
+
+free_port() {
+	/usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+wait_http() { # URL: up to 30 s
+	for _ in $(seq 300); do
+		/usr/bin/python3 -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=1)' "$1" \
+			2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+query() { # PROMQL: the JSON answer of an instant query
+	/usr/bin/python3 -c 'import sys, urllib.parse, urllib.request
+print(urllib.request.urlopen(sys.argv[1] + "/api/v1/query?" + urllib.parse.urlencode({"query": sys.argv[2]}), timeout=5).read().decode())' "$prom" "$1"
+}
+
+textdir=$work/textfile
+mkdir -p "$textdir" "$work/json" "$work/data"
+rules=$work/hugezero.rules.yml
+"$cli" rules >"$rules" || { bad "hugezero rules failed"; exit 1; }
+node_port=$(free_port)
+prometheus-node-exporter --web.listen-address=127.0.0.1:$node_port --collector.disable-defaults \
+	--collector.textfile --collector.textfile.directory="$textdir" >"$work/node.log" 2>&1 &
+pids+=($!)
+cat >"$work/prometheus.yml" <<EOF
+global:
+  scrape_interval: 200ms
+  evaluation_interval: 1s
+rule_files: ["$rules"]
+scrape_configs:
+  - job_name: node
+    static_configs: [{targets: ["127.0.0.1:$node_port"]}]
+EOF
+prom_port=$(free_port)
+prom=http://127.0.0.1:$prom_port
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/data" \
+	--web.listen-address=127.0.0.1:$prom_port >"$work/prometheus.log" 2>&1 &
+pids+=($!)
+if wait_http "http://127.0.0.1:$node_port/metrics" && wait_http "$prom/-/ready"; then
+	ok "node exporter on :$node_port and Prometheus on :$prom_port are up"
+else
+	bad "servers did not start: $(tail -3 "$work/node.log" "$work/prometheus.log")"
+	exit 1
+fi
+
+# Prometheus scrapes a new target only once its discovery has passed it
+# on (up to 5 s after start): wait for the first scrape.
+for _ in $(seq 150); do
+	[[ $(query 'up{job="node"}') == *'"1"]'* ]] && break
+	sleep 0.1
+done
+
+# Three processes: a handful of calls, 3 s for a scrape to see them, 4 s of
+# calls, the JSON report, 3 s for the last figures to be scraped, exit.
+work_pids=()
+for i in 1 2 3; do
+	HUGEZERO_STATS="$textdir/hugezero.prom" HUGEZERO_STATS_FORMAT=prometheus HUGEZERO_STATS_INTERVAL_MS=100 \
+		HUGEZERO_AB=0.5 HUGEZERO_LABELS=service=e2e LD_PRELOAD=$lib \
+		"$fw" 3000 4000 "$work/json/r.%p.json" 3000 &
+	work_pids+=($!)
+done
+st=0
+for p in "${work_pids[@]}"; do wait "$p" || st=1; done
+if [ $st = 0 ] && [ "$(ls "$work"/json/r.*.json | wc -l)" = 3 ] && [ -z "$(ls "$textdir")" ]; then
+	ok "3 processes ran under A/B, wrote their JSON reports and removed their textfiles"
+else
+	bad "the workload: status $st, $(ls "$work/json") / left: $(ls "$textdir")"
+fi
+sleep 3 # the rules' evaluations after the last scrape
+
+# Prometheus saw every call the JSON reports counted (their last scrape).
+calls=$(query 'sum(max_over_time(hugezero_ab_duration_seconds_count{service="e2e"}[5m]))')
+pids_seen=$(query 'count(count by (pid) (max_over_time(hugezero_ab_duration_seconds_count{service="e2e"}[5m])))')
+check=$(/usr/bin/python3 - "$(dirname "$cli")" "$calls" "$pids_seen" "$prom" "$work"/json/r.*.json <<'PY'
+import json, sys, urllib.parse, urllib.request
+sys.path.insert(0, sys.argv[1])
+from hzcli.merge import merge
+from hzcli.stats import compare
+calls, pids, prom, files = json.loads(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4], sys.argv[5:]
+m = merge(files)
+bad = []
+total = sum(arms[a]["calls"] for arms in m["ab"].values() for a in "AB")
+got = float(calls["data"]["result"][0]["value"][1]) if calls["data"]["result"] else 0
+if got != total:
+    bad.append("Prometheus saw %d calls, the reports %d" % (got, total))
+if not pids["data"]["result"] or pids["data"]["result"][0]["value"][1] != "3":
+    bad.append("pids seen: %s" % pids["data"]["result"])
+def series(name):
+    q = urllib.parse.urlencode({"query": '%s{service="e2e"}' % name})
+    r = json.loads(urllib.request.urlopen(prom + "/api/v1/query?" + q, timeout=5).read())
+    return {(s["metric"]["op"], int(s["metric"]["class"])): float(s["value"][1]) for s in r["data"]["result"]}
+ratio, lo, hi, verdict = (series("hugezero:ab_ratio:5m"), series("hugezero:ab_ratio_lo95:5m"),
+                          series("hugezero:ab_ratio_hi95:5m"), series("hugezero:ab_verdict:5m"))
+names = {1: "B slower", -1: "B faster", 0: "no difference"}
+cells = 0
+for key, arms in sorted(m["ab"].items()):
+    want = compare(arms["A"], arms["B"])
+    if want is None:
+        if key in ratio:
+            bad.append("%s: a ratio without enough calls" % (key,))
+        continue
+    if key not in ratio or key not in lo or key not in hi or key not in verdict:
+        bad.append("%s: no recorded ratio" % (key,))
+        continue
+    cells += 1
+    # The ratio, and the interval's half-width (a bound near 0 has no
+    # relative error to speak of), each within 1%.
+    half_w, half_g = (want[2] - want[1]) / 2, (hi[key] - lo[key]) / 2
+    for what, w, g in (("ratio", want[0], ratio[key]), ("half-width", half_w, half_g),
+                       ("centre", (want[1] + want[2]) / 2, (lo[key] + hi[key]) / 2)):
+        if abs(g - w) > 0.01 * abs(w):
+            bad.append("%s %s: Prometheus %.5f, report %.5f" % (key, what, g, w))
+    # (a bound within 1% of 1 may fall either side of it)
+    near = min(abs(want[1] - 1), abs(want[2] - 1)) < 0.01 * want[0]
+    if names[int(verdict[key])] != want[3] and not near:
+        bad.append("%s verdict: Prometheus %s, report %s" % (key, names[int(verdict[key])], want[3]))
+    print("  %-6s %8d: B/A %.4f [%.4f, %.4f] report, %.4f [%.4f, %.4f] Prometheus, %s" % (
+        key[0], key[1], want[0], want[1], want[2], ratio[key], lo[key], hi[key], want[3]), file=sys.stderr)
+if cells < 3:
+    bad.append("only %d cells compared" % cells)
+print("; ".join(bad) if bad else "ok %d cells, %d calls" % (cells, total))
+PY
+)
+case $check in
+ok*) ok "recorded B/A ratio, interval and verdict = hugezero report's within 1%: ${check#ok }" ;;
+*) bad "Prometheus against the reports: $check" ;;
+esac
+
+# hugezero fleet: the same table, its ratios and intervals the recorded
+# ones (printed to 3 decimals).
+if out=$(HUGEZERO_LIB=$lib "$cli" fleet --prometheus "$prom" --match 'service="e2e"' --svg "$work/fleet.svg") &&
+	rep=$("$cli" report "$work"/json/r.*.json); then
+	check=$(/usr/bin/python3 - "$out" "$rep" <<'PY'
+import re, sys
+def rows(text):
+    r = {}
+    for line in text.splitlines():
+        m = re.match(r"^(memset|calloc) +(\S+ \S+) \|.*\| ([0-9.]+) \[([0-9.]+), ([0-9.]+)\] +(.*)$", line)
+        if m:
+            ratio, lo, hi = (float(m[i]) for i in (3, 4, 5))
+            r[(m[1], m[2])] = ((ratio, (hi - lo) / 2), m[6].strip())
+    return r
+fleet, report = rows(sys.argv[1]), rows(sys.argv[2])
+def near(k):  # a bound within 1% of 1: the verdict may differ
+    (ratio, half), _ = report[k]
+    return min(abs(ratio - half - 1), abs(ratio + half - 1)) < 0.01 * ratio
+bad = [k for k in report if k not in fleet or (fleet[k][1] != report[k][1] and not near(k)) or
+       any(abs(a - b) > 0.01 * b + 0.001 for a, b in zip(fleet[k][0], report[k][0]))]
+print("ok %d rows" % len(report) if report and not bad else "differ: %s" % bad)
+PY
+)
+	if [[ $check == ok* ]] && /usr/bin/python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$work/fleet.svg"; then
+		ok "hugezero fleet: the report's table and verdicts (${check#ok }), a valid chart"
+	else
+		bad "hugezero fleet: $check\n$out\n--- report:\n$rep"
+	fi
+else
+	bad "hugezero fleet or report failed: $out"
+fi
+
+finish

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# The periodic Prometheus report as a node exporter's textfile collector
+# reads it: one file per process named *.prom, readable by the collector's
+# user, the user's labels on every sample, every rewrite replacing the
+# file whole, a forked child writing its own, each file removed when its
+# process exits; bad labels named and ignored.
+# Usage: textfile.sh LIB FLEET_WORK_BINARY
+set -u
+lib=$1 fw=$2
+. "$(dirname "$0")/../util/common.sh"
+dir=$work/textfile
+mkdir "$dir"
+# run ENV... fleet_work ARGS: execs, so `run ... &` gives the program's pid
+# in $!; in the foreground it is run as (run ...).
+run() {
+	exec env HUGEZERO_STATS="$dir/hugezero.prom" HUGEZERO_STATS_FORMAT=prometheus HUGEZERO_AB=0.5 \
+		LD_PRELOAD="$lib" "$@"
+}
+
+# A process's file while it runs: its name, mode, labels, promtool.
+run HUGEZERO_STATS_INTERVAL_MS=20 HUGEZERO_LABELS='service=redis,region=eu "1"' \
+	"$fw" 0 1500 "$work/r.%p.json" 0 &
+pid=$!
+f=$dir/hugezero.$pid.prom
+for _ in $(seq 100); do [ -s "$f" ] && break; sleep 0.02; done
+cp "$f" "$work/one.prom"
+mode=$(stat -c %a "$f" 2>/dev/null)
+samples=$(grep -v '^#' "$work/one.prom" | wc -l)
+labelled=$(grep -v '^#' "$work/one.prom" | grep -c "{pid=\"$pid\",service=\"redis\",region=\"eu \\\\\"1\\\\\"\"")
+promtool_out=$(promtool check metrics <"$work/one.prom" 2>&1)
+# Read it as fast as possible while it is rewritten every 20 ms: each read
+# is a whole report (the first family's header first, the last family's
+# samples last, a final newline).
+reads=$(/usr/bin/python3 - "$f" "$pid" <<'PY'
+import os, sys
+path, pid = sys.argv[1], sys.argv[2]
+whole = torn = 0
+while os.path.exists("/proc/" + pid) and whole + torn < 200000:
+    try:
+        with open(path) as fh:
+            text = fh.read()
+    except FileNotFoundError:
+        continue
+    lines = text.split("\n")
+    if text.endswith("\n") and lines[0].startswith("# HELP ") and \
+            lines[-2].startswith("hugezero_ab_ratio{") and "# TYPE hugezero_calls_total counter" in text:
+        whole += 1
+    else:
+        torn += 1
+print(whole, torn)
+PY
+)
+wait $pid
+st=$?
+read -r whole torn <<<"$reads"
+if [ "$st" = 0 ] && [ "${whole:-0}" -gt 100 ] && [ "${torn:-1}" = 0 ]; then
+	ok "rewritten every 20 ms: $whole reads, each a whole report"
+else
+	bad "reads while rewritten: $reads whole/torn (status $st)"
+fi
+if [ "$mode" = 644 ] && [ "$samples" -gt 100 ] && [ "$labelled" = "$samples" ] && [ -z "$promtool_out" ]; then
+	ok "hugezero.$pid.prom: mode 644, the labels on all $samples samples, promtool passes"
+else
+	bad "hugezero.PID.prom: mode $mode, $labelled of $samples samples labelled, promtool: $promtool_out"
+fi
+left=$(ls "$dir")
+if [ -z "$left" ] && [ "$(stat -c %a "$work"/r.$pid.json)" = 600 ]; then
+	ok "at exit the process's file is removed, no temporary file left; its JSON report is private (600)"
+else
+	bad "left in the collector's directory after exit: $left"
+fi
+
+# Without an interval the report is written once, at exit, and stays.
+(run "$fw" 0 100 "$work/x.%p.json" 0)
+if ls "$dir"/hugezero.[0-9]*.prom >/dev/null 2>&1; then
+	ok "no interval: the report at exit stays"
+else
+	bad "no interval: no file after exit: $(ls "$dir")"
+fi
+rm -f "$dir"/*
+
+# A forked child writes its own file while it lives, then removes it; the
+# parent's stays until the parent exits.
+run HUGEZERO_STATS_INTERVAL_MS=50 "$fw" fork 1500 >"$work/child" &
+parent=$!
+for _ in $(seq 100); do [ -s "$work/child" ] && break; sleep 0.02; done
+child=$(cat "$work/child")
+sleep 0.8
+seen=$(grep -c '^hugezero_ab_duration_seconds_count{' "$dir/hugezero.$child.prom" 2>/dev/null)
+wait $parent
+st=$?
+if [ "$st" = 0 ] && [ "${seen:-0}" -gt 0 ] && [ -z "$(ls "$dir")" ]; then
+	ok "a forked child's own file with its arms while it runs ($seen series), removed at its exit"
+else
+	bad "forked child $child: status $st, $seen series seen; left: $(ls "$dir")"
+fi
+
+# Bad labels: named on stderr, none added.
+for spec in 'pid=1' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c'; do
+	rm -f "$dir"/*
+	(run HUGEZERO_LABELS="$spec" "$fw" 0 50 "$work/b.%p.json" 0 2>"$work/err")
+	if grep -q "ignoring HUGEZERO_LABELS" "$work/err" &&
+		grep -q '^hugezero_ab_bytes_total{pid="[0-9]*",op=' "$dir"/hugezero.*.prom; then
+		ok "HUGEZERO_LABELS=$spec: named and ignored"
+	else
+		bad "HUGEZERO_LABELS=$spec: $(cat "$work/err"); $(grep -m1 '^hugezero_ab_bytes' "$dir"/*)"
+	fi
+done
+
+finish
