@@ -50,13 +50,43 @@ static int label_name_ok(const char *s, size_t n)
 	return 1;
 }
 
+/* Whether s[0..n) is valid UTF-8 (Prometheus's label values are):
+ * no overlong forms, surrogates or code points above U+10FFFF. */
+static int utf8_ok(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		unsigned c = s[i], len = c < 0x80 ? 1 : c >= 0xC2 && c < 0xE0 ? 2 : c >= 0xE0 && c < 0xF0 ? 3
+			: c >= 0xF0 && c < 0xF5 ? 4 : 0;
+		if (!len || i + len > n)
+			return 0;
+		for (unsigned k = 1; k < len; k++)
+			if ((s[i + k] & 0xC0) != 0x80)
+				return 0;
+		if ((c == 0xE0 && s[i + 1] < 0xA0) || (c == 0xED && s[i + 1] >= 0xA0) ||
+		    (c == 0xF0 && s[i + 1] < 0x90) || (c == 0xF4 && s[i + 1] >= 0x90))
+			return 0;
+		i += len;
+	}
+	return 1;
+}
+
+/* Whether name (n bytes) is already in the labels out[0..len). */
+static int label_seen(const char *out, size_t len, const char *name, size_t n)
+{
+	for (const char *p = out; p < out + len; p++)
+		if (*p == ',' && (size_t)(out + len - p) > n + 1 && !memcmp(p + 1, name, n) && p[n + 1] == '=')
+			return 1;
+	return 0;
+}
+
 int hz_prom_labels(const char *spec)
 {
 	char out[sizeof user_labels];
 	size_t len = 0;
 	for (const char *p = spec; *p;) {
 		size_t item = strcspn(p, ","), name = strcspn(p, "=");
-		if (name >= item || !label_name_ok(p, name))
+		if (name >= item || !label_name_ok(p, name) || label_seen(out, len, p, name) ||
+		    !utf8_ok((const unsigned char *)p + name + 1, item - name - 1))
 			return -1;
 		if (len + name + 4 >= sizeof out)
 			return -1;
@@ -117,7 +147,8 @@ static void classes(struct hz_out *o, const struct hz_tstats *t)
 }
 
 /* ---- the arms ----
- * Each family's samples together: one pass over the cells per family. */
+ * One copy of the cells, then each family's samples together from it, so
+ * a cell's _sum, _count, squares and bytes are of one moment. */
 enum { PASS_HIST, PASS_SQUARED, PASS_BYTES, PASS_RATIO, PASSES };
 
 static const char *const families[PASSES] = {
@@ -128,26 +159,52 @@ static const char *const families[PASSES] = {
 	"counter\n",
 	"# HELP hugezero_ab_bytes_total Bytes of the arms' calls.\n"
 	"# TYPE hugezero_ab_bytes_total counter\n",
-	"# HELP hugezero_ab_ratio This process's B/A ratio of mean times and its 95%% interval.\n"
+	"# HELP hugezero_ab_ratio B/A ratio of mean times and its 95% interval.\n"
 	"# TYPE hugezero_ab_ratio gauge\n",
 };
 
 /* The histogram's buckets: an octave each, le = 2^HIST_LE_LO ns up to
  * 2^(HIST_LE_LO + HZ_AB_H_MAJ - 1) ns, each the upper end of one of the
- * arms' major buckets (ab.h), so the counts are exact; then +Inf. */
+ * arms' major buckets (ab.h), so the counts are exact; then +Inf. The
+ * same set in every process, so a fleet's can be summed by le. */
 #define HIST_LE_LO (HZ_AB_H_LO + 1)
 
-static void ab_hist(struct hz_out *o, const char *labels, const struct hz_ab_cell *c, const uint64_t *h)
+struct ab_copy {
+	int op, k;
+	struct hz_ab_cell arm[2];
+	uint64_t cum[2][HZ_AB_H_MAJ]; /* calls up to each octave's end */
+};
+/* One report at a time (report.c's lock); touched only for cells in use. */
+static struct ab_copy copies[HZ_AB_OPS * HZ_CLASSES];
+static unsigned ncopies;
+
+static void copy_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const struct hz_ab_cell *b,
+		      const uint64_t *ha, const uint64_t *hb)
 {
-	uint64_t cum = 0;
-	for (int maj = 0; maj < HZ_AB_H_MAJ; maj++) {
-		for (int s = 0; s < HZ_AB_H_SUB; s++)
-			cum += h[maj * HZ_AB_H_SUB + s];
-		/* The last major bucket also holds every longer time: its le
-		 * is kept for the fixed set, +Inf gives the same count. */
-		hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"%.9g\"} %llu\n", labels,
-			   (double)((uint64_t)1 << (HIST_LE_LO + maj)) / 1e9, (unsigned long long)cum);
+	(void)arg;
+	if (ncopies == sizeof copies / sizeof copies[0])
+		return;
+	struct ab_copy *c = &copies[ncopies++];
+	c->op = op;
+	c->k = k;
+	c->arm[0] = *a;
+	c->arm[1] = *b;
+	for (int arm = 0; arm < 2; arm++) {
+		const uint64_t *h = arm ? hb : ha;
+		uint64_t cum = 0;
+		for (int maj = 0; maj < HZ_AB_H_MAJ; maj++) {
+			for (int s = 0; s < HZ_AB_H_SUB; s++)
+				cum += h[maj * HZ_AB_H_SUB + s];
+			c->cum[arm][maj] = cum;
+		}
 	}
+}
+
+static void ab_hist(struct hz_out *o, const char *labels, const struct hz_ab_cell *c, const uint64_t *cum)
+{
+	for (int maj = 0; maj < HZ_AB_H_MAJ; maj++) /* 2^k ns in seconds, exactly in 12 digits */
+		hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"%.12g\"} %llu\n", labels,
+			   (double)((uint64_t)1 << (HIST_LE_LO + maj)) / 1e9, (unsigned long long)cum[maj]);
 	hz_out_put(o, "hugezero_ab_duration_seconds_bucket{%s,le=\"+Inf\"} %llu\n", labels,
 		   (unsigned long long)c->calls);
 	hz_out_put(o, "hugezero_ab_duration_seconds_sum{%s} %.17g\n", labels, c->ns / 1e9);
@@ -155,22 +212,14 @@ static void ab_hist(struct hz_out *o, const char *labels, const struct hz_ab_cel
 		   (unsigned long long)c->calls);
 }
 
-struct ab_pass {
-	struct hz_out *o;
-	int pass;
-};
-
-static void ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const struct hz_ab_cell *b,
-		    const uint64_t *ha, const uint64_t *hb)
+static void ab_family(struct hz_out *o, int pass, const struct ab_copy *c)
 {
-	struct hz_out *o = ((struct ab_pass *)arg)->o;
-	int pass = ((struct ab_pass *)arg)->pass;
 	char labels[sizeof base + 96];
-	int n = snprintf(labels, sizeof labels, "%s,op=\"%s\",class=\"%llu\"", base, hz_ab_op_names[op],
-			 (unsigned long long)hz_class_min(k));
+	int n = snprintf(labels, sizeof labels, "%s,op=\"%s\",class=\"%llu\"", base, hz_ab_op_names[c->op],
+			 (unsigned long long)hz_class_min(c->k));
 	if (pass == PASS_RATIO) {
 		struct hz_ab_result r;
-		hz_ab_compare(a, b, &r);
+		hz_ab_compare(&c->arm[0], &c->arm[1], &r);
 		if (r.ratio <= 0) /* no ratio below 2 calls an arm */
 			return;
 		const char *bound[3] = {"mean", "lo95", "hi95"};
@@ -180,26 +229,27 @@ static void ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const 
 		return;
 	}
 	for (int arm = 0; arm < 2; arm++) {
-		const struct hz_ab_cell *c = arm ? b : a;
+		const struct hz_ab_cell *a = &c->arm[arm];
 		snprintf(labels + n, sizeof labels - (size_t)n, ",arm=\"%c\"", arm ? 'B' : 'A');
 		if (pass == PASS_HIST)
-			ab_hist(o, labels, c, arm ? hb : ha);
+			ab_hist(o, labels, a, c->cum[arm]);
 		else if (pass == PASS_SQUARED)
 			hz_out_put(o, "hugezero_ab_duration_seconds_squared_total{%s} %.17g\n", labels,
-				   c->ns2 / 1e18);
+				   a->ns2 / 1e18);
 		else
 			hz_out_put(o, "hugezero_ab_bytes_total{%s} %llu\n", labels,
-				   (unsigned long long)c->bytes);
-		labels[n] = 0;
+				   (unsigned long long)a->bytes);
 	}
 }
 
 static void ab(struct hz_out *o)
 {
+	ncopies = 0;
+	hz_ab_each(copy_cell, NULL);
 	for (int pass = 0; pass < PASSES; pass++) {
-		struct ab_pass p = {o, pass};
 		hz_out_put(o, "%s", families[pass]);
-		hz_ab_each(ab_cell, &p);
+		for (unsigned i = 0; i < ncopies; i++)
+			ab_family(o, pass, &copies[i]);
 	}
 }
 

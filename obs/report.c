@@ -153,6 +153,8 @@ static int dump_locked(const char *path, const struct hz_emitter *e)
 	return rc;
 }
 
+
+
 static int dump(const char *path, const struct hz_emitter *e)
 {
 	pthread_mutex_lock(&dump_lock);
@@ -171,13 +173,101 @@ int hz_report_dump(const char *path, const char *format)
 	return dump(path ? path : report_path[0] ? report_path : "stderr", e);
 }
 
+/* ---- the files of processes gone ----
+ * In the collector's directory, the files this path makes for other pids
+ * (as file_name makes them, or their temporary files) whose process no
+ * longer exists in this PID namespace and that nobody rewrote for a while
+ * (a process killed, a child that left by _exit) are removed. The age
+ * keeps the files of processes of other PID namespaces (containers)
+ * sharing the directory: theirs are rewritten every interval. */
+#define SWEEP_EVERY_NS ((uint64_t)60 * 1000000000u)
+#define STALE_MIN_NS ((uint64_t)300 * 1000000000u)
+
+struct sweep {
+	const char *dir, *pre, *suf; /* the path: dir/pre PID suf */
+	size_t plen, slen;
+	uint64_t now, stale;
+	unsigned removed;
+};
+
+static void sweep_one(void *arg, const char *name)
+{
+	struct sweep *w = arg;
+	size_t len = strlen(name), digits = 0;
+	if (len <= w->plen || strncmp(name, w->pre, w->plen))
+		return;
+	while (name[w->plen + digits] >= '0' && name[w->plen + digits] <= '9' && digits < 10)
+		digits++;
+	const char *rest = name + w->plen + digits;
+	if (!digits || strncmp(rest, w->suf, w->slen) || (rest[w->slen] && strcmp(rest + w->slen, ".tmp")))
+		return;
+	uint64_t pid = 0;
+	for (size_t i = 0; i < digits; i++)
+		pid = pid * 10 + (uint64_t)(name[w->plen + i] - '0');
+	char path[NAME_MAX_LEN];
+	uint64_t mtime;
+	if (pid > INT32_MAX || (int)pid == hz_os_pid() || hz_os_pid_exists((int)pid) ||
+	    (size_t)snprintf(path, sizeof path, "%s/%s", w->dir, name) >= sizeof path ||
+	    hz_os_mtime_ns(path, &mtime) || w->now - mtime < w->stale)
+		return;
+	if (!hz_os_unlink(path))
+		w->removed++;
+}
+
+static uint64_t swept_ns;
+static unsigned swept_files;
+
+/* After a write in the collector's format, at most once a minute; with
+ * dump_lock held. */
+static void sweep_dead(void)
+{
+	uint64_t now = hz_os_realtime_ns();
+	if (now - swept_ns < SWEEP_EVERY_NS)
+		return;
+	swept_ns = now;
+	char dir[sizeof report_path], pre[sizeof report_path];
+	const char *slash = strrchr(report_path, '/'), *base = slash + 1;
+	if (!slash)
+		return;
+	snprintf(dir, sizeof dir, "%.*s", (int)(slash - report_path), report_path);
+	const char *pp = strstr(base, "%p"), *suf = "";
+	size_t len = strlen(base);
+	if (pp) {
+		snprintf(pre, sizeof pre, "%.*s", (int)(pp - base), base);
+		suf = pp + 2;
+	} else if (len > 5 && !strcmp(base + len - 5, ".prom")) {
+		snprintf(pre, sizeof pre, "%.*s.", (int)(len - 5), base);
+		suf = ".prom";
+	} else {
+		snprintf(pre, sizeof pre, "%s.", base);
+	}
+	uint64_t stale = 3 * report_interval_ms * 1000000u;
+	struct sweep w = {dir[0] ? dir : "/", pre, suf, strlen(pre), strlen(suf), now,
+			  stale > STALE_MIN_NS ? stale : STALE_MIN_NS, 0};
+	hz_os_dir_each(w.dir, sweep_one, &w);
+	swept_files += w.removed;
+}
+
+unsigned hz_report_swept(void)
+{
+	return __atomic_load_n(&swept_files, __ATOMIC_RELAXED);
+}
+
 /* The interval's thread rewrites the report until the process ends. */
 static void *interval_main(void *arg)
 {
 	(void)arg;
-	for (;;) {
+	for (int said = 0;; ) {
 		hz_os_sleep_ms(report_interval_ms);
-		dump(report_path, report_format);
+		pthread_mutex_lock(&dump_lock);
+		int rc = dump_locked(report_path, report_format);
+		if (!rc && report_format == &hz_emit_prom && strcmp(report_path, "stderr"))
+			sweep_dead();
+		pthread_mutex_unlock(&dump_lock);
+		if (rc && !said) { /* once: it may fail every time */
+			hz_os_log("cannot write the report to ", report_path, NULL);
+			said = 1;
+		}
 	}
 	return NULL;
 }
@@ -187,9 +277,23 @@ void hz_report_fork_child(void)
 	pthread_mutex_init(&dump_lock, NULL);
 }
 
+int hz_report_child_pending;
+static uint64_t child_born_ns;
+
 void hz_report_fork_child_ready(void)
 {
-	if (report_path[0] && report_interval_ms && hz_os_thread_start(interval_main, NULL))
+	if (report_path[0] && report_interval_ms) {
+		child_born_ns = hz_os_now_ns();
+		__atomic_store_n(&hz_report_child_pending, 1, __ATOMIC_RELAXED);
+	}
+}
+
+void hz_report_child_tick(void)
+{
+	if (hz_os_now_ns() - child_born_ns < report_interval_ms * 1000000u ||
+	    !__atomic_exchange_n(&hz_report_child_pending, 0, __ATOMIC_RELAXED))
+		return;
+	if (hz_os_thread_start(interval_main, NULL))
 		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread in a forked child", NULL, NULL);
 }
 

@@ -37,12 +37,26 @@ int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, 
  * format (NULL: the one set up). 0, or -1 with errno (EINVAL for an
  * unknown format). */
 int hz_report_dump(const char *path, const char *format);
+/* Files of processes gone that the interval's writes removed from the
+ * collector's directory (report.c's sweep): report.swept_files. */
+unsigned hz_report_swept(void);
 /* fork (hz_obs_fork_child): the child's report lock, unlocked. */
 void hz_report_fork_child(void);
-/* fork, last in the child (hz_obs_fork_child_ready): the child's own
- * interval thread, when the parent had one. Its first write comes an
- * interval later, so a child that execs at once never writes. */
+/* fork, last in the child (hz_obs_fork_child_ready): when the parent had
+ * an interval thread, the child's own is due. It is not started there (a
+ * child that calls unshare or execs must stay single-threaded, and other
+ * libraries' child handlers have not run yet) but by the child's first
+ * large call once it has lived an interval (hz_report_child_check). */
 void hz_report_fork_child_ready(void);
+extern int hz_report_child_pending;
+HZ_NOINLINE void hz_report_child_tick(void);
+/* On the large paths (a load and a branch): starts a forked child's
+ * interval thread when it is due. */
+static inline void hz_report_child_check(void)
+{
+	if (hz_unlikely(__atomic_load_n(&hz_report_child_pending, __ATOMIC_RELAXED)))
+		hz_report_child_tick();
+}
 
 #pragma GCC visibility pop
 

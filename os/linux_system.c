@@ -205,6 +205,11 @@ int hz_os_create_file(const char *path, unsigned mode, int *out)
 			errno = EEXIST;
 		}
 	}
+	/* The mode exactly, whatever the umask (a service's may be 007). */
+	if (fd >= 0 && fchmod(fd, (mode_t)mode)) {
+		close(fd);
+		fd = -1;
+	}
 	if (fd < 0)
 		e = errno;
 	else
@@ -225,6 +230,60 @@ int hz_os_unlink(const char *path)
 	int saved = errno, e = unlink(path) ? errno : 0;
 	errno = saved;
 	return e;
+}
+
+int hz_os_dir_each(const char *dir, void (*fn)(void *arg, const char *name), void *arg)
+{
+	int saved = errno, e = 0;
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		e = errno;
+		errno = saved;
+		return e;
+	}
+	/* struct linux_dirent64: ino, off, reclen, type, name. */
+	char buf[4096] __attribute__((aligned(8)));
+	for (;;) {
+		long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+		if (n <= 0) {
+			e = n < 0 ? errno : 0;
+			break;
+		}
+		for (long at = 0; at < n;) {
+			unsigned short reclen;
+			memcpy(&reclen, buf + at + 16, sizeof reclen);
+			const char *name = buf + at + 19;
+			if (strcmp(name, ".") && strcmp(name, ".."))
+				fn(arg, name);
+			at += reclen;
+		}
+	}
+	close(fd);
+	errno = saved;
+	return e;
+}
+
+int hz_os_mtime_ns(const char *path, uint64_t *ns)
+{
+	int saved = errno;
+	struct stat st;
+	if (lstat(path, &st)) {
+		int e = errno;
+		errno = saved;
+		return e;
+	}
+	*ns = (uint64_t)st.st_mtim.tv_sec * 1000000000u + (uint64_t)st.st_mtim.tv_nsec;
+	return 0;
+}
+
+int hz_os_pid_exists(int pid)
+{
+	if (pid <= 0) /* kill would mean a process group */
+		return 1;
+	int saved = errno;
+	int r = kill(pid, 0) == 0 || errno != ESRCH;
+	errno = saved;
+	return r;
 }
 
 void hz_os_close(int fd)

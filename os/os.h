@@ -180,8 +180,8 @@ int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len);
  * VIRTIO_BALLOON_F_REPORTING): memory taken from the free lists may then
  * have to be backed again by the host at its first touch. 0 otherwise. */
 int hz_os_free_page_reporting(void);
-/* Opens path for writing a file at *fd: created with mode (0600 private,
- * 0644 for a reader of another user, less the umask); a symlink at path
+/* Opens path for writing a file at *fd, with mode exactly (0600 private,
+ * 0644 for a reader of another user; the umask does not apply); a symlink at path
  * is never followed; an existing file is taken only if it is a regular
  * file this user owns, and is truncated. EEXIST and the like when it is
  * refused. */
@@ -189,6 +189,16 @@ int hz_os_create_file(const char *path, unsigned mode, int *fd);
 /* rename(2) and unlink(2): 0, or the errno value. */
 int hz_os_rename(const char *from, const char *to);
 int hz_os_unlink(const char *path);
+/* fn(arg, name) for each entry of directory dir but . and .., read with
+ * getdents64 into a stack buffer (never allocates); 0, or the errno value
+ * of opening or reading it. */
+int hz_os_dir_each(const char *dir, void (*fn)(void *arg, const char *name), void *arg);
+/* The last modification of the file at path (not followed if a symlink),
+ * in CLOCK_REALTIME ns, into *ns: 0, or the errno value. */
+int hz_os_mtime_ns(const char *path, uint64_t *ns);
+/* 0 when no process pid exists in this PID namespace, 1 otherwise (one of
+ * another user counts as existing). */
+int hz_os_pid_exists(int pid);
 void hz_os_close(int fd);
 
 #pragma GCC visibility pop

@@ -13,6 +13,7 @@
 #include "../obs/ab.h"
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
+#include "../obs/report.h"
 #include "alloc.h"
 #include "glibc.h"
 #include "start.h"
@@ -76,6 +77,7 @@ static void *alloc_on(size_t size, int zero)
 		return hz_small_clears(size) ? hz_small_calloc(size, 0) : hz_je_calloc(1, size);
 	}
 	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
+	hz_report_child_check();
 	if (zero && hz_unlikely(hz_callsites_on))
 		hz_callsite(size);
 	void *p = zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min ? hz_ab_calloc(size, hz_large_alloc)
@@ -113,6 +115,7 @@ static void free_on(void *p)
 		return;
 	}
 	hz_count_free();
+	hz_report_child_check();
 	int saved = errno;
 	if (hz_large_free(p))
 		hz_bad_pointer("free(): invalid pointer");

@@ -67,7 +67,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, NAME("text"), NULL,
 				 "the report's format: text, json or prometheus (text exposition format)"},
 	[HZ_OPT_STATS_INTERVAL_MS] = {"STATS_INTERVAL_MS", HZ_OPT_UINT, SIZE(0), NULL,
-				      "also rewrite the report every this many ms, from a thread started only then (a forked child starts its own); each rewrite replaces the file at once (a temporary file renamed over it), and in the prometheus format the file is removed at exit"},
+				      "also rewrite the report every this many ms, from a thread started only then (a forked child starts its own at its first large call an interval later); each rewrite replaces the file at once (a temporary file renamed over it); in the prometheus format the file is removed at exit, and files of this path left by processes gone are removed"},
 	[HZ_OPT_LABELS] = {"LABELS", HZ_OPT_NAME, NONE, "(none)",
 			   "labels on every sample of the prometheus format, name=value,... (e.g. service=redis,region=eu); not pid, op, class, arm, le, bound, rank, site, job or instance"},
 	[HZ_OPT_AB] = {"AB", HZ_OPT_NAME, NONE, "(off)",

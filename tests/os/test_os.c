@@ -237,6 +237,14 @@ Test(os, release_after_fork_is_the_childs)
 /* Files: a small file read whole and NUL-terminated; a private file made
  * with mode 0600, an existing one of this user's truncated, and neither a
  * symlink followed nor a FIFO opened. errno untouched throughout. */
+static void collect_name(void *arg, const char *name)
+{
+	struct names { int n, f, l; } *seen = arg;
+	seen->n++;
+	seen->f |= !strcmp(name, "f");
+	seen->l |= !strcmp(name, "l");
+}
+
 Test(os, files)
 {
 	char dir[] = "/tmp/hz-os-XXXXXX", path[128], link[128], fifo[128], buf[64];
@@ -272,7 +280,7 @@ Test(os, files)
 	 * the symlink (replaced, not followed), then removed. */
 	char shared[128];
 	snprintf(shared, sizeof shared, "%s/s", dir);
-	mode_t mask = umask(022);
+	mode_t mask = umask(077); /* not applied */
 	cr_assert_eq(hz_os_create_file(shared, 0644, &fd), 0);
 	umask(mask);
 	hz_os_close(fd);
@@ -283,6 +291,22 @@ Test(os, files)
 	cr_assert(S_ISREG(st.st_mode), "the symlink was followed, not replaced");
 	cr_assert_eq(hz_os_read_file(path, buf, sizeof buf, &len), 0, "its target is still there");
 	cr_assert_eq(hz_os_rename(shared, link), ENOENT);
+	/* The directory's entries (the file, the FIFO, the renamed one), a
+	 * file's age, whether a process exists. */
+	struct names { int n, f, l; } seen = {0, 0, 0};
+	cr_assert_eq(hz_os_dir_each(dir, collect_name, &seen), 0);
+	cr_assert_eq(seen.n, 3, "%d entries", seen.n);
+	cr_assert(seen.f && seen.l);
+	cr_assert_eq(hz_os_dir_each(path, collect_name, &seen), ENOTDIR);
+	uint64_t mtime = 0, now = hz_os_realtime_ns();
+	cr_assert_eq(hz_os_mtime_ns(link, &mtime), 0);
+	cr_assert(mtime <= now && now - mtime < (uint64_t)60 * 1000000000u, "mtime %llu, now %llu",
+		  (unsigned long long)mtime, (unsigned long long)now);
+	cr_assert_eq(hz_os_mtime_ns(shared, &mtime), ENOENT, "renamed away");
+	cr_assert_eq(hz_os_pid_exists(getpid()), 1);
+	cr_assert_eq(hz_os_pid_exists(1), 1, "init, another user's or not, exists");
+	cr_assert_eq(hz_os_pid_exists(2000000001), 0, "above any pid_max");
+	cr_assert_eq(hz_os_pid_exists(0), 1, "0 is a process group: the safe answer");
 	cr_assert_eq(hz_os_unlink(link), 0);
 	cr_assert_eq(hz_os_unlink(link), ENOENT);
 	cr_assert_eq(errno, 12345, "errno changed to %d", errno);

@@ -9,14 +9,16 @@
  *     ("%p": the pid) with hz_stats_dump, then sleeps HOLD_MS (its last
  *     figures are collected) and exits;
  *   fleet_work fork HOLD_MS
- *     forks a child that makes the calls for HOLD_MS and exits; prints the
- *     child's pid at once, waits for it.
+ *     forks a child that prints "threads N" (its threads right after the
+ *     fork), makes the calls for HOLD_MS and exits; prints the child's pid
+ *     at once, waits for it.
  * Every result is checked, whichever arm served it: exit status 1 when a
  * byte is wrong. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -74,9 +76,15 @@ int main(int argc, char **argv)
 		((volatile unsigned char *)buf)[i] = 1;
 	free(warm);
 	if (argc == 3 && !strcmp(argv[1], "fork")) {
+		fflush(stdout);
 		pid_t c = fork();
-		if (c == 0)
+		if (c == 0) {
+			/* Single-threaded right after fork (a child may unshare). */
+			struct stat st;
+			printf("threads %d\n", stat("/proc/self/task", &st) ? -1 : (int)st.st_nlink - 2);
+			fflush(stdout);
 			exit(calls_for(atof(argv[2])) ? 1 : 0); /* exit: its file is removed */
+		}
 		printf("%d\n", (int)c);
 		fflush(stdout);
 		int st;

@@ -81,22 +81,48 @@ rm -f "$dir"/*
 
 # A forked child writes its own file while it lives, then removes it; the
 # parent's stays until the parent exits.
+# The child's thread starts at its first large call an interval after the
+# fork: right after the fork it has one thread (it may unshare or exec).
 run HUGEZERO_STATS_INTERVAL_MS=50 "$fw" fork 1500 >"$work/child" &
 parent=$!
-for _ in $(seq 100); do [ -s "$work/child" ] && break; sleep 0.02; done
-child=$(cat "$work/child")
+for _ in $(seq 100); do [ "$(wc -l <"$work/child")" = 2 ] && break; sleep 0.02; done
+child=$(grep -x '[0-9]*' "$work/child") threads=$(sed -n 's/^threads //p' "$work/child")
 sleep 0.8
 seen=$(grep -c '^hugezero_ab_duration_seconds_count{' "$dir/hugezero.$child.prom" 2>/dev/null)
 wait $parent
 st=$?
-if [ "$st" = 0 ] && [ "${seen:-0}" -gt 0 ] && [ -z "$(ls "$dir")" ]; then
-	ok "a forked child's own file with its arms while it runs ($seen series), removed at its exit"
+if [ "$st" = 0 ] && [ "$threads" = 1 ] && [ "${seen:-0}" -gt 0 ] && [ -z "$(ls "$dir")" ]; then
+	ok "a forked child: 1 thread after fork, then its own file with its arms ($seen series), removed at its exit"
 else
-	bad "forked child $child: status $st, $seen series seen; left: $(ls "$dir")"
+	bad "forked child $child: status $st, $threads threads after fork, $seen series seen; left: $(ls "$dir")"
 fi
 
+# Files of processes gone (killed, or a child that left by _exit): a
+# process's interval write removes those of its path whose pid does not
+# exist and that nobody rewrote for 5 minutes; it keeps a recent one (a
+# process of another PID namespace rewrites its own), a live pid's, and
+# files of other names. (No PID exceeds 2^22, pid_max's largest value.)
+rm -f "$dir"/*
+for f in hugezero.2000000001.prom hugezero.2000000002.prom.tmp hugezero.$$.prom other.2000000003.prom \
+	hugezero.2000000004.prom.x; do
+	echo "# planted" >"$dir/$f"
+	touch -d '10 minutes ago' "$dir/$f"
+done
+echo "# planted" >"$dir/hugezero.2000000005.prom"
+(run HUGEZERO_STATS_INTERVAL_MS=50 "$fw" 0 400 "$work/w.%p.json" 0)
+left=$(ls "$dir" | LC_ALL=C sort | tr '\n' ' ')
+want=$(printf '%s\n' hugezero.$$.prom hugezero.2000000004.prom.x hugezero.2000000005.prom other.2000000003.prom |
+	LC_ALL=C sort | tr '\n' ' ')
+if [ "$left" = "$want" ] &&
+	grep -q '"report.swept_files": 2' "$work"/w.*.json; then
+	ok "files of processes gone removed (2, counted), a recent one, a live pid's and others kept"
+else
+	bad "after the sweep: $left; $(grep -o '"report.swept_files": [0-9]*' "$work"/w.*.json)"
+fi
+rm -f "$dir"/*
+
 # Bad labels: named on stderr, none added.
-for spec in 'pid=1' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c'; do
+for spec in 'pid=1' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c' 'service=a,service=b' $'service=\xff'; do
 	rm -f "$dir"/*
 	(run HUGEZERO_LABELS="$spec" "$fw" 0 50 "$work/b.%p.json" 0 2>"$work/err")
 	if grep -q "ignoring HUGEZERO_LABELS" "$work/err" &&
