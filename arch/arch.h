@@ -70,6 +70,10 @@ struct hz_cpu {
 	struct hz_cache_sizes cache; /* the reconciled figures in use */
 	const char *source[HZ_CACHE_LEVELS]; /* "sysfs", "cpuid", "default", "configured" */
 	size_t zva_block;            /* aarch64 DC ZVA block, 0 if prohibited */
+	/* The size from which string stores beat vector stores on this CPU
+	 * (its maker's fast strings), for the policy's first tier; 0: the L2's
+	 * size, as measured on Zen 5. */
+	size_t strings_from;
 };
 
 /* What setup detected (arch/engine.c). */

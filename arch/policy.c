@@ -63,8 +63,10 @@ int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 	/* Measured on Zen 5 (README): vector stores beat rep stosb while the
 	 * extent fits in L2 (by 1.5x at 512 KiB), rep stosb wins from there
 	 * while it fits in L3, streaming stores win once it does not (rep
-	 * stosb is 20% faster at 24 MiB, 10% slower at 32 MiB). */
-	pol->upto[0] = cfg->medium_threshold ? cfg->medium_threshold : l2;
+	 * stosb is 20% faster at 24 MiB, 10% slower at 32 MiB). A CPU whose
+	 * string stores win earlier says so (strings_from: Intel's). */
+	pol->upto[0] = cfg->medium_threshold ? cfg->medium_threshold
+		     : cpu->strings_from ? cpu->strings_from : l2;
 	pol->upto[1] = cfg->nt_threshold ? cfg->nt_threshold : l3;
 	pol->upto[2] = SIZE_MAX;
 	if (pol->upto[1] < pol->upto[0])

@@ -1,5 +1,5 @@
 /* The counters (counters.h): per-thread blocks, linked, folded at thread
- * exit and reset in a forked child; the engine's per-kernel figures. */
+ * exit, reset in a forked child, summed for the report. */
 #include <pthread.h>
 #include <stdio.h>
 
@@ -7,7 +7,6 @@
 
 HZ_TLS struct hz_tstats hz_tstats;
 const char *const hz_op_names[HZ_OPS] = {"malloc", "calloc", "realloc", "free", "memset"};
-struct hz_engine_counts hz_engine_counts;
 
 static pthread_mutex_t tstats_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hz_tstats *tstats_list; /* live threads' blocks */
@@ -22,6 +21,12 @@ static void add(struct hz_tstats *to, const struct hz_tstats *from)
 			to->calls[o][k] += from->calls[o][k];
 			to->bytes[o][k] += from->bytes[o][k];
 		}
+	for (int k = 0; k < HZ_MAX_KERNELS; k++) {
+		to->kcalls[k] += from->kcalls[k];
+		to->kbytes[k] += from->kbytes[k];
+	}
+	to->memset_chk_calls += from->memset_chk_calls;
+	to->hinted_calls += from->hinted_calls;
 }
 
 static void unlink_locked(struct hz_tstats *t)
@@ -89,7 +94,6 @@ void hz_counters_fork_parent(void)
 void hz_counters_fork_child(void)
 {
 	struct hz_tstats *me = &hz_tstats;
-	hz_fill_policy(&hz_engine_counts, 0, sizeof hz_engine_counts);
 	hz_fill_policy(&tstats_gone, 0, sizeof tstats_gone);
 	tstats_list = NULL;
 	int linked = me->state == 1;
@@ -106,23 +110,25 @@ void hz_counters_setup(void)
 	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
 }
 
-static uint64_t load(const uint64_t *v)
-{
-	return __atomic_load_n(v, __ATOMIC_RELAXED);
-}
-
 void hz_engine_counters(hz_counter_fn fn, void *arg)
 {
-	const struct hz_engine_counts *r = &hz_engine_counts;
-	fn(arg, "memset.large.calls", load(&r->memset_large_calls), 0);
-	fn(arg, "memset.large.bytes", load(&r->memset_large_bytes), 0);
-	fn(arg, "memset_chk.calls", load(&r->memset_chk_calls), 0);
-	fn(arg, "hinted.calls", load(&r->hinted_calls), 0);
+	struct hz_tstats t;
+	uint64_t calls = 0, bytes = 0;
+	hz_tstats_sum(&t);
+	/* memset above HZ_FRONT_MAX: the classes' sums. */
+	for (int k = 0; k < HZ_CLASSES; k++) {
+		calls += t.calls[HZ_OP_MEMSET][k];
+		bytes += t.bytes[HZ_OP_MEMSET][k];
+	}
+	fn(arg, "memset.large.calls", calls, 0);
+	fn(arg, "memset.large.bytes", bytes, 0);
+	fn(arg, "memset_chk.calls", t.memset_chk_calls, 0);
+	fn(arg, "hinted.calls", t.hinted_calls, 0);
 	for (unsigned i = 0; i < hz_nkernels; i++) {
 		char name[64];
 		snprintf(name, sizeof name, "kernel.%s.calls", hz_kernels[i].name);
-		fn(arg, name, load(&r->calls[i]), 0);
+		fn(arg, name, t.kcalls[i], 0);
 		snprintf(name, sizeof name, "kernel.%s.bytes", hz_kernels[i].name);
-		fn(arg, name, load(&r->bytes[i]), 0);
+		fn(arg, name, t.kbytes[i], 0);
 	}
 }

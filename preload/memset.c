@@ -34,11 +34,11 @@ HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* The program's large memset: counted, then the policy's kernel. */
+/* The program's large memset: the policy's kernel, counted (its calls
+ * and bytes are the per-thread classes' of memset_large: no atomic before
+ * the kernel, which would wait for the last call's stores to drain). */
 static void *memset_policy(void *p, int c, size_t n)
 {
-	hz_count_add(&hz_engine_counts.memset_large_calls, 1);
-	hz_count_add(&hz_engine_counts.memset_large_bytes, n);
 	return hz_fill_counted(p, c, n);
 }
 
@@ -78,7 +78,7 @@ HZ_EXPORT void *__memset_chk(void *p, int c, size_t n, size_t dstlen)
 	if (hz_unlikely(dstlen < n))
 		__chk_fail();
 	if (n >= HZ_COUNT_MIN)
-		hz_count_add(&hz_engine_counts.memset_chk_calls, 1);
+		hz_tstats_mine()->memset_chk_calls++;
 	return memset(p, c, n);
 }
 

@@ -32,7 +32,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 				"kernel for the hint's neighbourhood in hinted clears (not a streaming one)"},
 	[HZ_OPT_FRONT] = {"FRONT", HZ_OPT_NAME, NONE, "(widest)",
 			  "small-size front end of memset: front_avx512, front_avx2, front_sse2 (x86-64)"},
-	[HZ_OPT_MEDIUM_THRESHOLD] = {"MEDIUM_THRESHOLD", HZ_OPT_SIZE, NONE, "L2",
+	[HZ_OPT_MEDIUM_THRESHOLD] = {"MEDIUM_THRESHOLD", HZ_OPT_SIZE, NONE, "L2 (16K on Intel)",
 				     "size from which string stores replace vector stores"},
 	[HZ_OPT_NT_THRESHOLD] = {"NT_THRESHOLD", HZ_OPT_SIZE, NONE, "L3",
 				 "size from which streaming stores (or CLZERO for zero) are used"},

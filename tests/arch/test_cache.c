@@ -91,7 +91,25 @@ static struct hz_cpu cpu_with(size_t l2, size_t l3)
 	struct hz_cpu c = hz_cpu;
 	c.cache.size[HZ_CACHE_L2] = l2;
 	c.cache.size[HZ_CACHE_L3] = l3;
+	c.strings_from = 0; /* the first tier by L2, as on Zen */
 	return c;
+}
+
+/* A CPU whose string stores win from a size on (Intel's fast strings):
+ * the first tier ends there whatever the L2; a configured threshold
+ * still wins. */
+Test(policy, strings_from)
+{
+	struct hz_policy p;
+	struct hz_policy_cfg cfg = {.use_streaming = -1, .use_clzero = -1};
+	struct hz_cpu c = cpu_with(2 << 20, 64 << 20);
+	c.strings_from = HZ_FRONT_MAX;
+	cr_assert_eq(hz_policy_build(&p, &c, &cfg), 0);
+	cr_assert_eq(p.upto[0], HZ_FRONT_MAX);
+	cr_assert_eq(p.upto[1], 64 << 20);
+	cfg.medium_threshold = 1 << 20;
+	cr_assert_eq(hz_policy_build(&p, &c, &cfg), 0);
+	cr_assert_eq(p.upto[0], 1 << 20);
 }
 
 Test(policy, thresholds_follow_caches)
