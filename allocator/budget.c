@@ -25,7 +25,7 @@ void hz_budget_setup(size_t dirty_max, uint64_t decay_ms, size_t reserve)
 size_t hz_budget_fit(void)
 {
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
-	size_t dirty = dirty_max_cfg, reserve = reserve_cfg;
+	size_t dirty = dirty_max_cfg, reserve = __atomic_load_n(&reserve_cfg, __ATOMIC_RELAXED);
 	if (hz_huge_fitted) {
 		dirty = dirty < FITTED_DIRTY_MAX ? dirty : FITTED_DIRTY_MAX;
 		reserve = 0;
@@ -37,6 +37,12 @@ size_t hz_budget_fit(void)
 	__atomic_store_n(&hz_budget_dirty_max, dirty, __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_budget_reserve_max, reserve, __ATOMIC_RELAXED);
 	return limit;
+}
+
+void hz_budget_no_reserve(void)
+{
+	__atomic_store_n(&reserve_cfg, 0, __ATOMIC_RELAXED);
+	hz_budget_fit();
 }
 
 /* The cache's least recently freed block the zeroer is not working on;
@@ -105,10 +111,9 @@ void hz_budget_bound(struct hz_arena *a)
 	if (held <= hz_budget_dirty_max && !expired)
 		return;
 	release_oldest(a, expired);
-	if (expired)
+	if (expired) {
 		a->missed = 0; /* the reserve stays empty until blocks are wanted again */
-	if (expired) { /* idle a while: the zeroer may try again */
-		a->populated.wasted /= 2;
+		a->populated.wasted /= 2; /* idle a while: the zeroer may try again */
 		a->cleared.wasted /= 2;
 	}
 	a->dirty_since = hz_arena_free_bytes(a) ? now : 0;
@@ -125,5 +130,6 @@ size_t hz_budget_trim(struct hz_arena *a)
 	}
 	while (a->cache)
 		bytes += evict(a, &a->cache);
+	a->missed = 0; /* what was trimmed is not refilled until blocks are wanted again */
 	return bytes;
 }

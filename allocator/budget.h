@@ -32,6 +32,9 @@ void hz_budget_setup(size_t dirty_max, uint64_t decay_ms, size_t reserve);
  * of its limit and the reserve a thirty-second. Returns the limit fitted
  * to. */
 size_t hz_budget_fit(void);
+/* No reserve from now on, whatever the limits (the kernel cannot
+ * populate: no MADV_POPULATE_WRITE before Linux 5.14). */
+void hz_budget_no_reserve(void);
 
 /* After a free or at the decay's tick (lock held): over hz_budget_dirty_max, or
  * kept longer than hz_budget_decay_ns, free memory goes back to the
@@ -39,7 +42,8 @@ size_t hz_budget_fit(void);
 void hz_budget_bound(struct hz_arena *a);
 /* Releases all the arena's free memory in memory, partial huge pages
  * included, and unmaps every cached huge block, once the zeroer's claim
- * in a has ended (lock held); returns the bytes. */
+ * in a has ended (lock held); the reserve is not refilled until blocks
+ * are taken fresh again. Returns the bytes. */
 size_t hz_budget_trim(struct hz_arena *a);
 
 #pragma GCC visibility pop

@@ -66,7 +66,9 @@ static int claim_dirty(struct hz_arena *a)
  * use; and none before a quarter of the reserve's size was) and a's dirty
  * budget does: 1; 0 when a has none (it may grow), -1 when it may not
  * take more. */
-static int claim_fresh(struct hz_arena *a, size_t reserve)
+/* What a's reserve may take now (its lock held): 0 when it may not (see
+ * claim_fresh). */
+static size_t fresh_wanted(struct hz_arena *a, size_t reserve)
 {
 	size_t mine = hz_arena_clean_bytes(a), most = hz_budget_reserve_max;
 	size_t want = a->missed < most ? a->missed : most;
@@ -74,10 +76,17 @@ static int claim_fresh(struct hz_arena *a, size_t reserve)
 	 * large blocks mostly recycle (a few fresh pages now and then) keeps
 	 * its footprint; half the budget at most: room left for what the
 	 * program frees. */
-	if (a->missed < most / 4 || reserve >= most || mine >= want ||
+	if (!pays(&a->populated) || a->missed < most / 4 || reserve >= most || mine >= want ||
 	    hz_arena_free_bytes(a) + HZ_HUGE_SIZE > hz_budget_dirty_max / 2)
+		return 0;
+	return want - mine < most - reserve ? want - mine : most - reserve;
+}
+
+static int claim_fresh(struct hz_arena *a, size_t reserve)
+{
+	size_t left = fresh_wanted(a, reserve);
+	if (!left)
 		return -1;
-	size_t left = want - mine < most - reserve ? want - mine : most - reserve;
 	for (unsigned k = 0; k < a->nchunks; k++) {
 		size_t lo, hi;
 		struct hz_chunk *c = a->chunks[k];
@@ -175,15 +184,17 @@ static void end_claimed(struct hz_arena *a, size_t done)
 
 /* Whether the program's threads took page faults in the last QUIET_NS:
  * it is touching memory, and a population would compete with its faults
- * (on a VM, for the host's backing too). Where the counts cannot be read,
- * it may be: no population. Read on the zeroer's thread. */
+ * (on a VM, for the host's backing too): 1, or 0. Where the counts cannot
+ * be read, it may always be: -1, from then on, and no population. Read on
+ * the zeroer's thread. */
 #define QUIET_NS ((uint64_t)1000000u)
 static int program_faulting(void)
 {
 	static uint64_t others_seen, quiet_since;
+	static int unknown;
 	uint64_t process, self, now = hz_os_now_ns();
-	if (hz_os_minor_faults(&process, &self))
-		return 1;
+	if (unknown || hz_os_minor_faults(&process, &self))
+		return unknown = -1;
 	if (process - self != others_seen) {
 		others_seen = process - self;
 		quiet_since = now;
@@ -191,19 +202,37 @@ static int program_faulting(void)
 	return now - quiet_since < QUIET_NS;
 }
 
+/* Whether some arena's reserve may take pages now: only then is the
+ * program's faulting worth asking about. */
+static int reserve_wanted(size_t reserve)
+{
+	int any = 0;
+	for (int n = 0; n < HZ_ARENAS && !any; n++) {
+		struct hz_arena *a = &hz_arenas[n];
+		pthread_mutex_lock(&a->lock);
+		any = fresh_wanted(a, reserve) != 0;
+		pthread_mutex_unlock(&a->lock);
+	}
+	return any;
+}
+
 int hz_work_once(void)
 {
 	static unsigned next;
 	for (int pass = 0; pass < 2; pass++) {
-		if (pass && program_faulting())
-			return HZ_WORK_DEFERRED;
 		/* The reserve as it is: free clean pages across the arenas. */
 		size_t reserve = pass ? hz_arenas_clean_bytes() : 0;
+		if (pass) {
+			if (!reserve_wanted(reserve))
+				return 0;
+			int faulting = program_faulting();
+			if (faulting)
+				return faulting > 0 ? HZ_WORK_DEFERRED : 0;
+		}
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			pthread_mutex_lock(&a->lock);
-			int got = !pays(pass ? &a->populated : &a->cleared) ? -1
-				  : pass ? claim_fresh(a, reserve) : claim_dirty(a);
+			int got = pass ? claim_fresh(a, reserve) : !pays(&a->cleared) ? -1 : claim_dirty(a);
 			if (got == 0 && pass && a->nchunks) {
 				/* The reserve wants room: a new chunk, mapped outside the lock. */
 				pthread_mutex_unlock(&a->lock);
@@ -221,7 +250,7 @@ int hz_work_once(void)
 			end_claimed(a, done);
 			pthread_mutex_unlock(&a->lock);
 			if (failed) /* no MADV_POPULATE_WRITE: no reserve */
-				__atomic_store_n(&hz_budget_reserve_max, 0, __ATOMIC_RELAXED);
+				hz_budget_no_reserve();
 			next = (next + (unsigned)n + 1) % HZ_ARENAS;
 			return 1;
 		}

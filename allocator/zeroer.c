@@ -22,7 +22,7 @@ static struct {
 
 /* The thread's counters; a forked child's start from zero. */
 static struct {
-	uint64_t starts, start_failures, sched_fallbacks, cpu_ns, cpu_ns_base, wakeups, exits;
+	uint64_t starts, start_failures, sched_fallbacks, cpu_ns, wakeups, exits;
 } n;
 static int sched_got;
 
@@ -59,16 +59,21 @@ static void *zeroer_main(void *arg)
 	__atomic_store_n(&sched_got, (int)s, __ATOMIC_RELAXED);
 	if (s != HZ_SCHED_IDLE)
 		add(&n.sched_fallbacks, 1);
-	__atomic_store_n(&n.cpu_ns_base, hz_os_thread_cpu_ns(), __ATOMIC_RELAXED); /* this thread's clock */
-	uint64_t idle_since = hz_os_now_ns();
+	uint64_t cpu_base = hz_os_thread_cpu_ns(); /* this thread's clock */
+	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0;
 	for (;;) {
 		int worked = __atomic_load_n(&thread.stop, __ATOMIC_RELAXED) ? 0 : hz_work_once();
-		add(&n.cpu_ns, hz_os_thread_cpu_ns() - __atomic_load_n(&n.cpu_ns_base, __ATOMIC_RELAXED));
-		__atomic_store_n(&n.cpu_ns_base, hz_os_thread_cpu_ns(), __ATOMIC_RELAXED);
-		if (worked == HZ_WORK_DEFERRED && hz_os_now_ns() - idle_since < LINGER_NS) {
+		uint64_t cpu = hz_os_thread_cpu_ns();
+		add(&n.cpu_ns, cpu - cpu_base);
+		cpu_base = cpu;
+		if (worked != HZ_WORK_DEFERRED)
+			deferred_since = 0;
+		else if (!deferred_since)
+			deferred_since = hz_os_now_ns();
+		if (worked == HZ_WORK_DEFERRED && hz_os_now_ns() - deferred_since < LINGER_NS) {
 			/* The program is faulting: look again in a millisecond
-			 * (two system calls), to fill the reserve once it stops:
-			 * for at most LINGER since the last piece of work. */
+			 * (two system calls), to fill the reserve once it stops;
+			 * for at most LINGER in a row, then at the decay's tick. */
 			hz_os_sleep_ms(1);
 			continue;
 		}

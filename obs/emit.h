@@ -50,9 +50,10 @@ extern const struct hz_emitter hz_emit_text, hz_emit_json, hz_emit_prom;
 int hz_prom_name(char *out, size_t size, const char *name, int gauge);
 /* The labels on every sample of the Prometheus format, from
  * "name=value,..." (no comma in a value; quotes, backslashes and newlines
- * escaped): 0, or -1 when a name is not a label name or is one the
- * report or Prometheus uses (pid, op, class, arm, le, bound, rank, site,
- * job, instance), leaving the labels as they were. At setup. */
+ * escaped): 0, or -1, leaving the labels as they were, when a name is not
+ * a label name, is given twice or is one the report or Prometheus uses
+ * (pid, op, class, arm, le, bound, rank, site, job, instance), a value is
+ * not UTF-8, or the whole is over 500 bytes. At setup. */
 int hz_prom_labels(const char *spec);
 
 #pragma GCC visibility pop

@@ -8,7 +8,6 @@
 #include "ab.h"
 #include "counters.h"
 #include "obs.h"
-#include "report.h"
 
 static hz_source_fn sources[HZ_OBS_SOURCES];
 static unsigned nsources;
@@ -38,7 +37,6 @@ void hz_obs_each(hz_counter_fn fn, void *arg)
 	for (unsigned i = 0; i < nsources; i++)
 		sources[i](fn, arg);
 	fn(arg, "ab.dropped", hz_ab_dropped(), 0);
-	fn(arg, "report.swept_files", hz_report_swept(), 0);
 	fn(arg, "process.rss_bytes", proc_kb("/proc/self/status", "\nVmRSS:"), 1);
 	fn(arg, "process.peak_rss_bytes", proc_kb("/proc/self/status", "\nVmHWM:"), 1);
 	fn(arg, "process.anon_huge_bytes", proc_kb("/proc/self/smaps_rollup", "\nAnonHugePages:"), 1);

@@ -104,19 +104,31 @@ static uint64_t report_interval_ms;
 /* A file name: the path, the pid, ".tmp" and the NUL. */
 #define NAME_MAX_LEN (sizeof report_path + 32)
 
-/* The report's file for this process into name: "%p" in path becomes the
- * pid; otherwise ".PID" goes before a final ".prom", or at the end. */
-static void file_name(char *name, const char *path)
+/* Where a process's pid goes in a report path: the file is the path's
+ * first `cut` bytes, `dot`, the pid, then `suf`. "%p" becomes the pid;
+ * otherwise ".PID" goes before a final ".prom" (a textfile collector
+ * reads only *.prom), or at the end. */
+struct pattern {
+	size_t cut;
+	const char *dot, *suf;
+};
+
+static struct pattern pattern_of(const char *path)
 {
 	const char *pp = strstr(path, "%p");
 	size_t len = strlen(path);
-	int pid = hz_os_pid();
 	if (pp)
-		snprintf(name, NAME_MAX_LEN, "%.*s%d%s", (int)(pp - path), path, pid, pp + 2);
-	else if (len > 5 && !strcmp(path + len - 5, ".prom"))
-		snprintf(name, NAME_MAX_LEN, "%.*s.%d.prom", (int)(len - 5), path, pid);
-	else
-		snprintf(name, NAME_MAX_LEN, "%s.%d", path, pid);
+		return (struct pattern){(size_t)(pp - path), "", pp + 2};
+	if (len > 5 && !strcmp(path + len - 5, ".prom"))
+		return (struct pattern){len - 5, ".", path + len - 5};
+	return (struct pattern){len, ".", ""};
+}
+
+/* The report's file for this process into name (pattern_of). */
+static void file_name(char *name, const char *path)
+{
+	struct pattern f = pattern_of(path);
+	snprintf(name, NAME_MAX_LEN, "%.*s%s%d%s", (int)f.cut, path, f.dot, hz_os_pid(), f.suf);
 }
 
 /* One report at a time: two writers of one file would interleave. */
@@ -152,8 +164,6 @@ static int dump_locked(const char *path, const struct hz_emitter *e)
 	}
 	return rc;
 }
-
-
 
 static int dump(const char *path, const struct hz_emitter *e)
 {
@@ -225,32 +235,24 @@ static void sweep_dead(void)
 	if (now - swept_ns < SWEEP_EVERY_NS)
 		return;
 	swept_ns = now;
+	/* The files' names: the path's last component, its pid's place in it. */
+	struct pattern f = pattern_of(report_path);
 	char dir[sizeof report_path], pre[sizeof report_path];
-	const char *slash = strrchr(report_path, '/'), *base = slash + 1;
-	if (!slash)
+	const char *slash = strrchr(report_path, '/');
+	if (!slash || (size_t)(slash - report_path) >= f.cut) /* the pid in a directory's name */
 		return;
 	snprintf(dir, sizeof dir, "%.*s", (int)(slash - report_path), report_path);
-	const char *pp = strstr(base, "%p"), *suf = "";
-	size_t len = strlen(base);
-	if (pp) {
-		snprintf(pre, sizeof pre, "%.*s", (int)(pp - base), base);
-		suf = pp + 2;
-	} else if (len > 5 && !strcmp(base + len - 5, ".prom")) {
-		snprintf(pre, sizeof pre, "%.*s.", (int)(len - 5), base);
-		suf = ".prom";
-	} else {
-		snprintf(pre, sizeof pre, "%s.", base);
-	}
+	snprintf(pre, sizeof pre, "%.*s%s", (int)(f.cut - (size_t)(slash + 1 - report_path)), slash + 1, f.dot);
 	uint64_t stale = 3 * report_interval_ms * 1000000u;
-	struct sweep w = {dir[0] ? dir : "/", pre, suf, strlen(pre), strlen(suf), now,
+	struct sweep w = {dir[0] ? dir : "/", pre, f.suf, strlen(pre), strlen(f.suf), now,
 			  stale > STALE_MIN_NS ? stale : STALE_MIN_NS, 0};
 	hz_os_dir_each(w.dir, sweep_one, &w);
 	swept_files += w.removed;
 }
 
-unsigned hz_report_swept(void)
+void hz_report_counters(hz_counter_fn fn, void *arg)
 {
-	return __atomic_load_n(&swept_files, __ATOMIC_RELAXED);
+	fn(arg, "report.swept_files", __atomic_load_n(&swept_files, __ATOMIC_RELAXED), 0);
 }
 
 /* The interval's thread rewrites the report until the process ends. */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "../arch/common.h"
+#include "obs.h"
 
 #pragma GCC visibility push(hidden)
 
@@ -37,9 +38,10 @@ int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, 
  * format (NULL: the one set up). 0, or -1 with errno (EINVAL for an
  * unknown format). */
 int hz_report_dump(const char *path, const char *format);
-/* Files of processes gone that the interval's writes removed from the
- * collector's directory (report.c's sweep): report.swept_files. */
-unsigned hz_report_swept(void);
+/* The report's own figure, a source of the report (hz_obs_add_source):
+ * report.swept_files, the files of processes gone that the interval's
+ * writes removed from the collector's directory. */
+void hz_report_counters(hz_counter_fn fn, void *arg);
 /* fork (hz_obs_fork_child): the child's report lock, unlocked. */
 void hz_report_fork_child(void);
 /* fork, last in the child (hz_obs_fork_child_ready): when the parent had

@@ -205,11 +205,11 @@ int hz_os_create_file(const char *path, unsigned mode, int *out)
 			errno = EEXIST;
 		}
 	}
-	/* The mode exactly, whatever the umask (a service's may be 007). */
-	if (fd >= 0 && fchmod(fd, (mode_t)mode)) {
-		close(fd);
-		fd = -1;
-	}
+	/* The mode exactly, whatever the umask (a service's may be 007). A
+	 * file system that refuses it keeps the file as created: written
+	 * rather than not at all, and never wider than asked. */
+	if (fd >= 0)
+		(void)fchmod(fd, (mode_t)mode);
 	if (fd < 0)
 		e = errno;
 	else

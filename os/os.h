@@ -181,7 +181,8 @@ int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len);
  * have to be backed again by the host at its first touch. 0 otherwise. */
 int hz_os_free_page_reporting(void);
 /* Opens path for writing a file at *fd, with mode exactly (0600 private,
- * 0644 for a reader of another user; the umask does not apply); a symlink at path
+ * 0644 for a reader of another user; the umask does not apply, unless
+ * the file system refuses the change); a symlink at path
  * is never followed; an existing file is taken only if it is a regular
  * file this user owns, and is truncated. EEXIST and the like when it is
  * refused. */

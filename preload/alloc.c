@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../allocator/large.h"
+#include "../allocator/registry.h"
 #include "../allocator/small.h"
 #include "../obs/ab.h"
 #include "../obs/callsites.h"
@@ -103,7 +104,7 @@ void hz_free_slow(void *p)
  * twice after malloc_trim unmapped it). jemalloc's are mapped. */
 static int nobodys(const void *p)
 {
-	return (uintptr_t)p - HZ_REG_WINDOW_LO < HZ_REG_WINDOW && !hz_os_mapped(p);
+	return hz_reg_in_first_window(p, 1) && !hz_os_mapped(p);
 }
 
 static void free_on(void *p)

@@ -40,7 +40,7 @@ static void configure_report(void)
 		hz_os_log("ignoring HUGEZERO_STATS_FORMAT: not text, json or prometheus: ",
 			  hz_option(HZ_OPT_STATS_FORMAT)->str, NULL);
 	if (bad & HZ_REPORT_BAD_LABELS)
-		hz_os_log("ignoring HUGEZERO_LABELS: not name=value,... with names of their own: ",
+		hz_os_log("ignoring HUGEZERO_LABELS: not name=value,... (names of its own, once each, UTF-8 values, under 500 bytes): ",
 			  hz_option(HZ_OPT_LABELS)->str, NULL);
 	if (bad & HZ_REPORT_NO_THREAD)
 		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread", NULL, NULL);
@@ -105,6 +105,7 @@ static void init(void)
 	configure_report();
 	hz_obs_add_source(hz_large_counters);
 	hz_obs_add_source(hz_small_counters);
+	hz_obs_add_source(hz_report_counters);
 	int verbose = hz_option(HZ_OPT_VERBOSE)->num;
 	if (hz_mode_off) {
 		/* memset through the pointer, to glibc's; no arms. */

@@ -123,14 +123,15 @@ fi
 rm -f "$dir"/*
 
 # Bad labels: named on stderr, none added.
-for spec in 'pid=1' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c' 'service=a,service=b' $'service=\xff'; do
+long=service=$(printf 'x%.0s' $(seq 600))
+for spec in 'pid=1' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c' 'service=a,service=b' $'service=\xff' "$long"; do
 	rm -f "$dir"/*
 	(run HUGEZERO_LABELS="$spec" "$fw" 0 50 "$work/b.%p.json" 0 2>"$work/err")
 	if grep -q "ignoring HUGEZERO_LABELS" "$work/err" &&
 		grep -q '^hugezero_ab_bytes_total{pid="[0-9]*",op=' "$dir"/hugezero.*.prom; then
-		ok "HUGEZERO_LABELS=$spec: named and ignored"
+		ok "HUGEZERO_LABELS=${spec:0:40}: named and ignored"
 	else
-		bad "HUGEZERO_LABELS=$spec: $(cat "$work/err"); $(grep -m1 '^hugezero_ab_bytes' "$dir"/*)"
+		bad "HUGEZERO_LABELS=${spec:0:40}: $(cat "$work/err"); $(grep -m1 '^hugezero_ab_bytes' "$dir"/*)"
 	fi
 done
 

@@ -18,11 +18,16 @@
  *                   its limit, gone after the decay; the idle thread ends.
  *   faulting        nothing populated while the program faults, the
  *                   reserve filled once it idles.
+ *   quiet           with no reserve to fill, a second of page faults costs
+ *                   the zeroer a few context switches, not one a ms.
+ *   blind           with getrusage refused (seccomp), nothing populated
+ *                   and no polling.
  *   unpaid          no more population once what it populated is released
  *                   unused (malloc_trim after each idle gap).
  *   seccomp         with sched_setscheduler refused by a seccomp filter,
  *                   the zeroer runs at nice 19 and counts the fallback. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <linux/filter.h>
@@ -34,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -307,6 +313,114 @@ static int faulting(void)
 	return 0;
 }
 
+/* System call nr refused with EPERM by a seccomp filter, from now on, in
+ * every thread made after. */
+static int refuse(long nr)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (unsigned)nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
+		perror("zeroer: seccomp");
+		return -1;
+	}
+	return 0;
+}
+
+/* The voluntary context switches of this process's threads but the
+ * caller (the zeroer's, in a single-threaded program), and how many
+ * such threads there are. */
+static uint64_t others_switches(int *threads)
+{
+	uint64_t sum = 0;
+	*threads = 0;
+	DIR *d = opendir("/proc/self/task");
+	for (struct dirent *e; d && (e = readdir(d));) {
+		char path[300], line[256];
+		if (e->d_name[0] == '.' || atoi(e->d_name) == (int)syscall(SYS_gettid))
+			continue;
+		snprintf(path, sizeof path, "/proc/self/task/%s/status", e->d_name);
+		FILE *f = fopen(path, "r");
+		unsigned long long v;
+		while (f && fgets(line, sizeof line, f))
+			if (sscanf(line, "voluntary_ctxt_switches: %llu", &v) == 1)
+				sum += v, ++*threads;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+/* With no reserve (HUGEZERO_RESERVE=0) the zeroer has nothing to wait
+ * for while the program faults: after a large free has started it, a
+ * second of faults (a page every 50 us) costs it a few context switches
+ * (its decay ticks), not one a millisecond of polling. */
+static int quiet(void)
+{
+	free(calloc(1, 8 * MIB)); /* starts the zeroer, which clears the block */
+	usleep(100000);
+	int threads, after_threads;
+	uint64_t before = others_switches(&threads);
+	size_t len = 64 * MIB;
+	unsigned char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return 1;
+	madvise(m, len, MADV_NOHUGEPAGE);
+	for (size_t k = 0; k < len; k += 4 * PAGE) {
+		m[k] = 1;
+		struct timespec t0, t;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		while ((t.tv_sec - t0.tv_sec) * 1000000000L + t.tv_nsec - t0.tv_nsec < 50000);
+	}
+	uint64_t switches = others_switches(&after_threads) - before;
+	munmap(m, len);
+	if (threads != 1 || after_threads != 1 || switches > 20) {
+		fprintf(stderr, "zeroer: %d thread(s) before, %d after; %llu context switches in 0.8 s of faults\n",
+			threads, after_threads, (unsigned long long)switches);
+		return 1;
+	}
+	printf("%llu context switches of the zeroer in 0.8 s of faults\n", (unsigned long long)switches);
+	return 0;
+}
+
+/* Where the program's page faults cannot be counted (getrusage refused
+ * by a seccomp filter), the zeroer cannot tell when the program is idle:
+ * it populates nothing, and does not poll. With HUGEZERO_RESERVE=16M. */
+static int blind(void)
+{
+	if (refuse(SYS_getrusage))
+		return 1;
+	unsigned char *first = calloc(1, 4 * MIB); /* as in faulting() */
+	unsigned char *b = calloc(1, 24 * MIB);
+	if (!first || !b)
+		return 1;
+	usleep(100000);
+	int threads, after_threads;
+	uint64_t before = others_switches(&threads);
+	for (size_t k = 0; k < 24 * MIB; k += PAGE)
+		b[k] = 1;
+	free(b);
+	usleep(500000); /* idle: a zeroer that could see it would fill the reserve */
+	uint64_t switches = others_switches(&after_threads) - before;
+	uint64_t populated = stat("background.populated_bytes");
+	free(first);
+	if (populated || threads != 1 || switches > 20) {
+		fprintf(stderr, "zeroer: %llu KiB populated; %d thread(s), %llu context switches in 0.5 s\n",
+			(unsigned long long)(populated >> 10), threads, (unsigned long long)switches);
+		return 1;
+	}
+	printf("nothing populated, %llu context switches in 0.5 s\n", (unsigned long long)switches);
+	return 0;
+}
+
 /* The zeroer stops what does not pay: a program that idles after each
  * block, then gives its free memory back with malloc_trim before the next,
  * releases everything the zeroer populated or cleared unused; after the
@@ -414,25 +528,10 @@ static int small(void)
 }
 
 /* Refuses sched_setscheduler with EPERM (a container's policy may). */
-static int refuse_sched(void)
-{
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sched_setscheduler, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = {sizeof f / sizeof f[0], f};
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog)) {
-		perror("zeroer: seccomp");
-		return -1;
-	}
-	return 0;
-}
 
 static int seccomp(void)
 {
-	if (refuse_sched())
+	if (refuse(SYS_sched_setscheduler))
 		return 1;
 	void *p = calloc(1, 8 * MIB);
 	free(p);
@@ -465,8 +564,12 @@ int main(int argc, char **argv)
 		return faulting();
 	if (argc >= 2 && !strcmp(argv[1], "unpaid"))
 		return unpaid();
+	if (argc >= 2 && !strcmp(argv[1], "quiet"))
+		return quiet();
+	if (argc >= 2 && !strcmp(argv[1], "blind"))
+		return blind();
 	if (argc >= 2 && !strcmp(argv[1], "seccomp"))
 		return seccomp();
-	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | faulting | unpaid | seccomp\n");
+	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | faulting | unpaid | quiet | blind | seccomp\n");
 	return 2;
 }

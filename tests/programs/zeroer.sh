@@ -26,6 +26,10 @@ run "the reserve waits while the program faults, and fills once it idles" \
 	env HUGEZERO_RESERVE=16M "$prog" faulting
 run "the reserve stops when what it populated is released unused" \
 	env HUGEZERO_RESERVE=16M "$prog" unpaid
+run "no reserve to fill: the zeroer does not poll a faulting program" \
+	env HUGEZERO_RESERVE=0 "$prog" quiet
+run "page faults not countable (getrusage refused): no population, no polling" \
+	env HUGEZERO_RESERVE=16M "$prog" blind
 run "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
 
 # exit mid-clear: 1 GiB dirty (the budget raised so none of it is purged).
