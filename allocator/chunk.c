@@ -19,7 +19,7 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 	if (hz_page_size != HZ_PAGE)
 		return ENOMEM; /* another page size: chunks do not apply */
 	void *base;
-	if (hz_fresh_map(HZ_CHUNK_SIZE, &hugetlb, &base))
+	if (hz_fresh_map(HZ_CHUNK_SIZE, &hugetlb, &c->advice, &base))
 		return ENOMEM;
 	c->hugetlb = hugetlb;
 	c->base = base;
@@ -201,6 +201,11 @@ size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p)
 	for (unsigned k = 0; k < plan.n; k++)
 		hz_bits_set(c->dirty, plan.lo[k], plan.hi[k], 0);
 	return plan.known_zero;
+}
+
+int hz_chunk_any_in_memory(const struct hz_chunk *c, size_t lo, size_t hi)
+{
+	return hz_bits_find(c->dirty, lo, hi, 1) != hi || hz_bits_find(c->clean, lo, hi, 1) != hi;
 }
 
 size_t hz_chunk_count_free(const struct hz_chunk *c, const uint64_t *state)

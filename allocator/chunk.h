@@ -29,6 +29,7 @@ struct hz_chunk {
 	uint32_t busy_lo, busy_hi;        /* free pages the zeroer has claimed (claim.h): no purge there */
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
+	int advice;                       /* its pages' advice (enum hz_fresh_advice) */
 	uint64_t freed;                   /* when a block was last freed here (its arena's clock) */
 	int tried;                        /* the dirty budget's pass has purged it (budget.c) */
 	uint64_t used[HZ_CHUNK_WORDS];    /* page belongs to a live block */
@@ -103,6 +104,9 @@ size_t hz_chunk_calloc_clear(struct hz_chunk *c, void *p);
 /* Marks the pages of the live block at p dirty (the caller wrote them or
  * will: a block handed out is dirty from then on). */
 void hz_chunk_mark_dirty(struct hz_chunk *c, void *p);
+
+/* Whether any page of [lo, hi) is in memory (dirty, or free and clean). */
+int hz_chunk_any_in_memory(const struct hz_chunk *c, size_t lo, size_t hi);
 
 /* Pages of the chunk that are free and in state (c->dirty or c->clean),
  * counted from the bitmaps (c->dirty_free and c->clean_free keep the same

@@ -9,11 +9,15 @@
 int hz_thp;
 static enum hz_fresh_mode mode;
 static int huge = 1;                  /* the decision until the first measurement */
+static int thp_works = 1;             /* the last probe got a huge page */
 static int probing;                   /* one measurement at a time */
 static uint64_t probed_at;            /* hz_os_now_ns of the last, 0 before */
 static int reporting = -1;            /* hz_os_free_page_reporting, once known */
-static uint64_t probes, samples, switches, huge_ns, small_ns, huge_maps, small_maps, thp_advised,
-	thp_refused;
+static uint64_t probes, switches, huge_ns, small_ns, huge_maps, small_maps, thp_advised,
+	thp_refused, readvised;
+/* The recent first touches of fresh huge pages, wherever they were timed. */
+#define RECENT 5
+static uint64_t recent[RECENT], recent_next;
 
 void hz_fresh_setup(int thp, enum hz_fresh_mode m)
 {
@@ -86,10 +90,55 @@ void hz_fresh_advise_moved(void *p, size_t size)
 		advise_huge(p, size);
 }
 
-/* The first touch of fresh huge pages and of 2 MiB of fresh small pages;
- * 1 when a huge page cost no more. Two huge pages, the dearer counted:
- * the first is often one another process has just freed, still backed.
- * No huge page to be had (THP refused): small. */
+int hz_fresh_sampling(void)
+{
+	return mode == HZ_FRESH_AUTO && hz_thp;
+}
+
+/* The median of the recent huge samples (the dearer middle one of an even
+ * count); 0 when there are none. */
+static uint64_t recent_median(void)
+{
+	uint64_t v[RECENT];
+	uint64_t all = __atomic_load_n(&recent_next, __ATOMIC_RELAXED);
+	unsigned n = all < RECENT ? (unsigned)all : RECENT;
+	for (unsigned i = 0; i < n; i++) {
+		uint64_t x = __atomic_load_n(&recent[i], __ATOMIC_RELAXED);
+		unsigned j = i;
+		for (; j && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return n ? v[n / 2] : 0;
+}
+
+/* Auto: huge pages while the recent huge pages' first touch costs no more
+ * than the 512 small faults it replaces, as last measured. Nothing else
+ * decides: where the host backs free memory slowly, the samples show it. */
+static void decide_now(void)
+{
+	if (mode != HZ_FRESH_AUTO)
+		return;
+	uint64_t s = __atomic_load_n(&small_ns, __ATOMIC_RELAXED), h = recent_median();
+	if (!s)
+		return; /* nothing to hold the samples against yet */
+	int want = __atomic_load_n(&thp_works, __ATOMIC_RELAXED) && h <= s;
+	if (__atomic_exchange_n(&huge, want, __ATOMIC_RELAXED) != want)
+		__atomic_fetch_add(&switches, 1, __ATOMIC_RELAXED);
+}
+
+void hz_fresh_sample(uint64_t ns)
+{
+	uint64_t i = __atomic_fetch_add(&recent_next, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&recent[i % RECENT], ns, __ATOMIC_RELAXED);
+	decide_now();
+}
+
+/* The first touch of two fresh huge pages and of 2 MiB of fresh small
+ * pages. Both huge pages are samples (the first is often one another
+ * process has just freed, still backed; the median of the recent ones
+ * decides); the small pages' time is the figure they are held against
+ * until the next probe. No huge page to be had (THP refused): small. */
 int hz_fresh_probe(void)
 {
 	void *h, *s;
@@ -116,25 +165,25 @@ int hz_fresh_probe(void)
 	hz_os_unmap(h, 2 * HZ_HUGE_SIZE);
 	hz_os_unmap(s, HZ_HUGE_SIZE);
 	uint64_t h_ns = t[1] - t[0] > t[2] - t[1] ? t[1] - t[0] : t[2] - t[1], s_ns = t[3] - t[2];
-	int h_wins = thp && h_ns <= s_ns;
 	__atomic_store_n(&huge_ns, h_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&small_ns, s_ns, __ATOMIC_RELAXED);
+	__atomic_store_n(&thp_works, thp, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&probes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&probed_at, hz_os_now_ns() | 1, __ATOMIC_RELAXED);
-	if (mode == HZ_FRESH_AUTO && !__atomic_load_n(&reporting, __ATOMIC_RELAXED))
-		__atomic_store_n(&huge, h_wins, __ATOMIC_RELAXED);
-	return h_wins;
+	if (thp) {
+		hz_fresh_sample(t[1] - t[0]);
+		hz_fresh_sample(t[2] - t[1]);
+	} else {
+		decide_now();
+	}
+	return thp && h_ns <= s_ns;
 }
 
 int hz_fresh_decide(void)
 {
-	if (mode == HZ_FRESH_AUTO && __atomic_load_n(&reporting, __ATOMIC_RELAXED) < 0) {
-		int r = hz_os_free_page_reporting();
-		if (r)
-			__atomic_store_n(&huge, 0, __ATOMIC_RELAXED);
-		__atomic_store_n(&reporting, r, __ATOMIC_RELAXED);
-	}
-	if (mode == HZ_FRESH_AUTO && !__atomic_load_n(&reporting, __ATOMIC_RELAXED)) {
+	if (__atomic_load_n(&reporting, __ATOMIC_RELAXED) < 0) /* reported, not a rule */
+		__atomic_store_n(&reporting, hz_os_free_page_reporting(), __ATOMIC_RELAXED);
+	if (mode == HZ_FRESH_AUTO) {
 		uint64_t now = hz_os_now_ns(), last = __atomic_load_n(&probed_at, __ATOMIC_RELAXED);
 		if ((!last || now - last >= HZ_FRESH_REPROBE_NS) &&
 		    !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
@@ -146,35 +195,44 @@ int hz_fresh_decide(void)
 }
 
 /* A new mapping, [p, p+size): advised for huge pages or for small ones,
- * as last decided; with huge pages, its first one touched and timed. */
-static void advise_new(void *p, size_t size)
+ * as last decided; with huge pages, its first one touched and timed (a
+ * sample: its first block will use it). */
+static int advise_new(void *p, size_t size)
 {
 	if (!__atomic_load_n(&huge, __ATOMIC_RELAXED)) {
 		__atomic_fetch_add(&small_maps, 1, __ATOMIC_RELAXED);
 		hz_os_nohugepage(p, size);
-		return;
+		return HZ_ADVISED_SMALL;
 	}
 	__atomic_fetch_add(&huge_maps, 1, __ATOMIC_RELAXED);
 	advise_huge(p, size);
 	if (mode != HZ_FRESH_AUTO || size < HZ_HUGE_SIZE)
-		return;
-	/* A sample of every mapping's first huge page, which its first block
-	 * will use: written (with the zero it reads as) and timed. Dearer
-	 * than the small pages measured last: small pages from here until
-	 * the next measurement. */
+		return HZ_ADVISED_HUGE;
 	uint64_t t0 = hz_os_now_ns();
-	*(volatile char *)p = 0;
-	uint64_t ns = hz_os_now_ns() - t0;
-	__atomic_fetch_add(&samples, 1, __ATOMIC_RELAXED);
-	if (ns > __atomic_load_n(&small_ns, __ATOMIC_RELAXED)) {
-		__atomic_store_n(&huge_ns, ns, __ATOMIC_RELAXED);
-		__atomic_store_n(&huge, 0, __ATOMIC_RELAXED);
-		__atomic_fetch_add(&switches, 1, __ATOMIC_RELAXED);
-	}
+	*(volatile char *)p = 0; /* the zero it reads as */
+	hz_fresh_sample(hz_os_now_ns() - t0);
+	return HZ_ADVISED_HUGE;
 }
 
-int hz_fresh_map(size_t size, int *hugetlb, void **out)
+int hz_fresh_advice_now(int advice)
 {
+	if (advice == HZ_ADVISED_NONE || !hz_fresh_sampling())
+		return advice;
+	return __atomic_load_n(&huge, __ATOMIC_RELAXED) ? HZ_ADVISED_HUGE : HZ_ADVISED_SMALL;
+}
+
+void hz_fresh_readvise(void *p, size_t size, int advice)
+{
+	__atomic_fetch_add(&readvised, 1, __ATOMIC_RELAXED);
+	if (advice == HZ_ADVISED_HUGE)
+		advise_huge(p, size);
+	else
+		hz_os_nohugepage(p, size);
+}
+
+int hz_fresh_map(size_t size, int *hugetlb, int *advice, void **out)
+{
+	*advice = HZ_ADVISED_NONE;
 	if (*hugetlb && !hz_fresh_place(size, 1, out))
 		return 0;
 	*hugetlb = 0;
@@ -183,21 +241,24 @@ int hz_fresh_map(size_t size, int *hugetlb, void **out)
 	/* THP may be unavailable (disabled for the process, or not built
 	 * in): the mapping then works on small pages. */
 	if (hz_thp)
-		advise_new(*out, size);
+		*advice = advise_new(*out, size);
 	return 0;
 }
 
 void hz_fresh_stats(struct hz_fresh_stats *out)
 {
 	out->probes = __atomic_load_n(&probes, __ATOMIC_RELAXED);
-	out->samples = __atomic_load_n(&samples, __ATOMIC_RELAXED);
+	out->samples = __atomic_load_n(&recent_next, __ATOMIC_RELAXED);
 	out->switches = __atomic_load_n(&switches, __ATOMIC_RELAXED);
 	out->huge_ns = __atomic_load_n(&huge_ns, __ATOMIC_RELAXED);
+	out->recent_huge_ns = recent_median();
+	out->readvised = __atomic_load_n(&readvised, __ATOMIC_RELAXED);
 	out->small_ns = __atomic_load_n(&small_ns, __ATOMIC_RELAXED);
 	out->huge_maps = __atomic_load_n(&huge_maps, __ATOMIC_RELAXED);
 	out->small_maps = __atomic_load_n(&small_maps, __ATOMIC_RELAXED);
 	out->thp_advised = __atomic_load_n(&thp_advised, __ATOMIC_RELAXED);
 	out->thp_refused = __atomic_load_n(&thp_refused, __ATOMIC_RELAXED);
 	out->huge = __atomic_load_n(&huge, __ATOMIC_RELAXED);
+	out->thp = __atomic_load_n(&thp_works, __ATOMIC_RELAXED);
 	out->reporting = __atomic_load_n(&reporting, __ATOMIC_RELAXED) > 0;
 }

@@ -30,8 +30,10 @@ int hz_fresh_place(size_t size, int hugetlb, void **out);
  * when it can give size bytes (*hugetlb stays 1); otherwise placed
  * (*hugetlb 0) and, with hz_thp, advised for huge or small pages as last
  * decided, its first huge page then touched and timed (no lock held: it
- * may take milliseconds). 0, or ENOMEM. */
-int hz_fresh_map(size_t size, int *hugetlb, void **out);
+ * may take milliseconds). *advice: what it was advised (enum
+ * hz_fresh_advice). 0, or ENOMEM. */
+enum hz_fresh_advice { HZ_ADVISED_NONE, HZ_ADVISED_SMALL, HZ_ADVISED_HUGE };
+int hz_fresh_map(size_t size, int *hugetlb, int *advice, void **out);
 /* MADV_HUGEPAGE on [p, p+size) with hz_thp, counted (a mapping moved by
  * mremap keeps its pages). */
 void hz_fresh_advise_moved(void *p, size_t size);
@@ -41,15 +43,34 @@ int hz_fresh_decide(void);
 /* Measures now (HUGEZERO_VERBOSE, hugezero info); 1 when huge pages won. */
 int hz_fresh_probe(void);
 
+/* Whether the arenas should time their own first touches of fresh huge
+ * pages (HUGEZERO_FRESH=auto with huge pages asked for at all). */
+int hz_fresh_sampling(void);
+/* One first touch of a fresh huge page, timed where it happened (a
+ * block's first page, the zeroer's population of a whole huge page): the
+ * decision follows the median of the recent ones against the small
+ * pages' figure, measured at the last probe. */
+void hz_fresh_sample(uint64_t ns);
+/* The advice memory advised `advice` should have now: the last decision
+ * (or `advice` itself where nothing is decided: a forced mode, no THP, no
+ * advice given). When it differs, the caller re-advises with
+ * hz_fresh_readvise, no lock held. */
+int hz_fresh_advice_now(int advice);
+/* [p, p+size) advised `advice` (HZ_ADVISED_HUGE or _SMALL), counted. */
+void hz_fresh_readvise(void *p, size_t size, int advice);
+
 struct hz_fresh_stats {
 	uint64_t probes;                /* measurements made */
-	uint64_t samples;               /* huge pages of new mappings timed */
-	uint64_t switches;              /* samples that turned huge pages off */
-	uint64_t huge_ns, small_ns;     /* the last first touches timed */
+	uint64_t samples;               /* first touches of huge pages timed */
+	uint64_t switches;              /* decisions that changed */
+	uint64_t huge_ns, small_ns;     /* the last probe's first touches */
+	uint64_t recent_huge_ns;        /* the median of the recent huge samples: what decided */
+	uint64_t readvised;             /* mappings re-advised after the decision changed */
 	uint64_t huge_maps, small_maps; /* new mappings advised each way */
 	uint64_t thp_advised, thp_refused; /* MADV_HUGEPAGE taken, refused */
 	int huge;                       /* the current decision */
-	int reporting;                  /* free page reporting seen */
+	int thp;                        /* the last probe got a huge page */
+	int reporting;                  /* free page reporting seen (reported, not a rule) */
 };
 void hz_fresh_stats(struct hz_fresh_stats *out);
 

@@ -65,12 +65,12 @@ struct hz_huge *hz_huge_map(size_t mapped, size_t usable, unsigned owner)
 {
 	struct hz_huge *h = desc_get();
 	void *base;
-	int hugetlb = 0;
+	int hugetlb = 0, advice;
 	if (!h)
 		return NULL;
 	/* Whole huge pages; under an address-space limit, what is needed. */
-	if (hz_fresh_map(mapped, &hugetlb, &base) &&
-	    (usable == mapped || hz_fresh_map(mapped = usable, &hugetlb, &base))) {
+	if (hz_fresh_map(mapped, &hugetlb, &advice, &base) &&
+	    (usable == mapped || hz_fresh_map(mapped = usable, &hugetlb, &advice, &base))) {
 		desc_put(h);
 		return NULL;
 	}

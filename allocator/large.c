@@ -252,6 +252,11 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	/* The last measurement's first touches, in nanoseconds. */
 	fn(arg, "fresh.probe_huge_touch_ns", f.huge_ns, 1);
 	fn(arg, "fresh.probe_small_touch_ns", f.small_ns, 1);
+	/* The median of the recent first touches of fresh huge pages (the
+	 * probe's, new mappings', blocks' and the zeroer's): held against the
+	 * small pages' figure, it decides fresh.huge. */
+	fn(arg, "fresh.recent_huge_touch_ns", f.recent_huge_ns, 1);
+	fn(arg, "fresh.readvised", f.readvised, 0);
 	fn(arg, "fresh.huge_mappings", f.huge_maps, 0);
 	fn(arg, "fresh.small_mappings", f.small_maps, 0);
 	fn(arg, "fresh.huge", (uint64_t)f.huge, 1);

@@ -1,6 +1,7 @@
 /* Blocks in chunks (run.h). */
 #include "arena.h"
 #include "budget.h"
+#include "fresh.h"
 #include "run.h"
 
 /* A run of npages in a's chunks, first fit (lock held); NULL when none.
@@ -34,9 +35,23 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 		p = fit(a, npages, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
+	int readvise = 0, sample = 0;
 	if (p) {
 		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
 		size_t fresh = c->taken_fresh << HZ_PAGE_SHIFT;
+		if (fresh) {
+			/* Fresh pages: the chunk advised anew where the decision
+			 * changed since it was; the block's first huge page,
+			 * when none of it is in memory, touched and timed, a
+			 * sample of what fresh huge pages cost (the program
+			 * touches a block's first page first). */
+			int now = hz_fresh_advice_now(c->advice);
+			readvise = now != c->advice ? now : 0;
+			c->advice = now;
+			size_t h = i & ~(HZ_HUGE_PAGES - 1);
+			sample = now == HZ_ADVISED_HUGE && hz_fresh_sampling() && !c->taken_clean &&
+				 !hz_chunk_any_in_memory(c, h, h + HZ_HUGE_PAGES);
+		}
 		/* The reserve (chunk pages) refills up to what chunks handed out
 		 * not in memory; an arena's first block says nothing of what
 		 * comes next (a program that recycles it wants no reserve). */
@@ -58,6 +73,13 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 		hz_arena_count_alloc(a, npages << HZ_PAGE_SHIFT, fresh, zero);
 	}
 	pthread_mutex_unlock(&a->lock);
+	if (readvise) /* outside the lock: the kernel's mapping lock may wait */
+		hz_fresh_readvise(c->base, HZ_CHUNK_SIZE, readvise);
+	if (sample) {
+		uint64_t t0 = hz_os_now_ns();
+		*(volatile unsigned char *)p = 0; /* the zero it reads as */
+		hz_fresh_sample(hz_os_now_ns() - t0);
+	}
 	if (p && zero) /* outside the lock: the block is ours alone */
 		hz_chunk_zero_runs(c, &plan, p);
 	return p;

@@ -1,6 +1,7 @@
 /* allocator/run.h: blocks up to HZ_LARGE_MAX, page runs in the arenas'
  * chunks. calloc clears only a block's dirty runs, outside the lock.
- * Calls arena.h, budget.h and chunk.h. */
+ * Calls arena.h, budget.h, chunk.h and fresh.h (fresh pages timed,
+ * chunks advised anew). */
 #ifndef HZ_RUN_H
 #define HZ_RUN_H
 

@@ -3,6 +3,7 @@
 
 #include "../arch/arch.h"
 #include "budget.h"
+#include "fresh.h"
 #include "work.h"
 
 int hz_work_forked;
@@ -157,7 +158,13 @@ static size_t do_claimed(int *failed)
 	if (!hz_claim.populate)
 		return clear_claimed();
 	size_t len = (hz_claim.hi - hz_claim.lo) << HZ_PAGE_SHIFT;
+	/* A whole huge page of a chunk advised for them: a sample of what a
+	 * fresh huge page costs (fresh.h). */
+	int sample = len == HZ_HUGE_SIZE && __atomic_load_n(&hz_claim.c->advice, __ATOMIC_RELAXED) == HZ_ADVISED_HUGE && hz_fresh_sampling();
+	uint64_t t0 = sample ? hz_os_now_ns() : 0;
 	int e = hz_os_populate(hz_claim.c->base + (hz_claim.lo << HZ_PAGE_SHIFT), len);
+	if (!e && sample)
+		hz_fresh_sample(hz_os_now_ns() - t0);
 	if (!e)
 		return len;
 	*failed = !__atomic_exchange_n(&hz_claim.taken, 1, __ATOMIC_RELAXED) && e == EINVAL;

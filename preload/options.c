@@ -53,7 +53,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, NUM(1), NULL,
 			"0 does not ask for transparent huge pages (MADV_HUGEPAGE) for the arenas' memory"},
 	[HZ_OPT_FRESH] = {"FRESH", HZ_OPT_NAME, NAME("auto"), NULL,
-			  "fresh memory's pages: auto (huge while a huge page's first touch, measured every 10 s, costs no more than 512 small faults; small where the kernel reports free memory to its host), huge, or small"},
+			  "fresh memory's pages: auto (huge while the recent huge pages' first touches, timed as the program runs, cost no more than 512 small faults, measured every 10 s), huge, or small"},
 	[HZ_OPT_HUGETLB] = {"HUGETLB", HZ_OPT_BOOL, NUM(0), NULL,
 			    "1 takes 64 MiB chunks from the hugetlb pool (MAP_HUGETLB) while it has 32 free pages; counted fallback to THP"},
 	[HZ_OPT_CALLOC_DIRTY] = {"CALLOC_DIRTY", HZ_OPT_NAME, NAME("clear"), NULL,

@@ -46,11 +46,12 @@ void hz_verbose_print(void)
 	struct hz_fresh_stats f;
 	hz_fresh_stats(&f);
 	snprintf(line, sizeof line,
-		 "fresh memory: a huge page's first touch %llu us, 512 small pages' %llu us (huge pages %s); "
-		 "free page reporting %s; new mappings get %s pages (HUGEZERO_FRESH=%s)",
-		 (unsigned long long)f.huge_ns / 1000, (unsigned long long)f.small_ns / 1000,
-		 won ? "win" : "lose", hz_os_free_page_reporting() ? "on" : "off",
-		 hz_fresh_decide() ? "huge" : "small", hz_option(HZ_OPT_FRESH)->str);
+		 "fresh memory: a huge page's first touch %llu us (the recent ones' median %llu us), 512 small "
+		 "pages' %llu us (huge pages %s); new mappings get %s pages (HUGEZERO_FRESH=%s); free page "
+		 "reporting %s",
+		 (unsigned long long)f.huge_ns / 1000, (unsigned long long)f.recent_huge_ns / 1000,
+		 (unsigned long long)f.small_ns / 1000, won ? "win" : "lose", hz_fresh_decide() ? "huge" : "small",
+		 hz_option(HZ_OPT_FRESH)->str, hz_os_free_page_reporting() ? "on" : "off");
 	hz_os_log(line, NULL, NULL);
 	static const char *const sched[] = {"normal scheduling (SCHED_IDLE and nice 19 refused)",
 					    "nice 19 (SCHED_IDLE refused)", "SCHED_IDLE"};
