@@ -1,5 +1,6 @@
 /* Fresh memory: its place and its page size, measured (fresh.h). */
 #include <errno.h>
+#include <pthread.h>
 
 #include "../arch/common.h"
 #include "../os/os.h"
@@ -8,22 +9,24 @@
 
 int hz_thp;
 static enum hz_fresh_mode mode;
-static int huge = 1;                  /* the decision until the first measurement */
+static int huge;                      /* the decision: huge pages for new mappings */
 static int thp_works = 1;             /* the last probe got a huge page */
 static int probing;                   /* one measurement at a time */
 static uint64_t probed_at;            /* hz_os_now_ns of the last, 0 before */
 static int reporting = -1;            /* hz_os_free_page_reporting, once known */
 static uint64_t probes, switches, huge_ns, small_ns, huge_maps, small_maps, thp_advised,
 	thp_refused, readvised;
-/* The recent first touches of fresh huge pages, wherever they were timed. */
+/* The recent first touches of fresh huge pages, wherever they were timed,
+ * in ns; and the recent densities, the share of a watched fresh block's
+ * pages the program touched, in 1/1024ths. */
 #define RECENT 5
-static uint64_t recent[RECENT], recent_next;
+static uint64_t recent[RECENT], recent_next, dense[RECENT], dense_next, smalls[RECENT], smalls_next;
 
 void hz_fresh_setup(int thp, enum hz_fresh_mode m)
 {
 	hz_thp = thp;
 	mode = m;
-	huge = m != HZ_FRESH_SMALL;
+	huge = m == HZ_FRESH_HUGE; /* auto: small until measured */
 }
 
 /* ---- the place ---- */
@@ -95,15 +98,14 @@ int hz_fresh_sampling(void)
 	return mode == HZ_FRESH_AUTO && hz_thp;
 }
 
-/* The median of the recent huge samples (the dearer middle one of an even
- * count); 0 when there are none. */
-static uint64_t recent_median(void)
+/* The median of a ring of RECENT values of which `all` were ever written
+ * (the dearer middle one of an even count); 0 when there are none. */
+static uint64_t median_of(const uint64_t *ring, const uint64_t *all)
 {
-	uint64_t v[RECENT];
-	uint64_t all = __atomic_load_n(&recent_next, __ATOMIC_RELAXED);
-	unsigned n = all < RECENT ? (unsigned)all : RECENT;
+	uint64_t v[RECENT], written = __atomic_load_n(all, __ATOMIC_RELAXED);
+	unsigned n = written < RECENT ? (unsigned)written : RECENT;
 	for (unsigned i = 0; i < n; i++) {
-		uint64_t x = __atomic_load_n(&recent[i], __ATOMIC_RELAXED);
+		uint64_t x = __atomic_load_n(&ring[i], __ATOMIC_RELAXED);
 		unsigned j = i;
 		for (; j && v[j - 1] > x; j--)
 			v[j] = v[j - 1];
@@ -112,70 +114,144 @@ static uint64_t recent_median(void)
 	return n ? v[n / 2] : 0;
 }
 
+static void push(uint64_t *ring, uint64_t *all, uint64_t x)
+{
+	uint64_t i = __atomic_fetch_add(all, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&ring[i % RECENT], x, __ATOMIC_RELAXED);
+}
+
 /* Auto: huge pages while the recent huge pages' first touch costs no more
- * than the 512 small faults it replaces, as last measured. Nothing else
- * decides: where the host backs free memory slowly, the samples show it. */
+ * than the small faults it replaces: the 512 of the last probe, times the
+ * share of a fresh block's pages the program has recently touched (a huge
+ * page of a sparse block holds memory, and costs a clear of 2 MiB, that
+ * its few small faults would not). Until a block has been watched, small
+ * pages, as every other allocator takes them. Nothing else decides: where
+ * the host backs free memory slowly, the samples show it. */
 static void decide_now(void)
 {
 	if (mode != HZ_FRESH_AUTO)
 		return;
-	uint64_t s = __atomic_load_n(&small_ns, __ATOMIC_RELAXED), h = recent_median();
+	uint64_t s = median_of(smalls, &smalls_next), h = median_of(recent, &recent_next);
 	if (!s)
 		return; /* nothing to hold the samples against yet */
-	int want = __atomic_load_n(&thp_works, __ATOMIC_RELAXED) && h <= s;
+	int want = __atomic_load_n(&thp_works, __ATOMIC_RELAXED) && __atomic_load_n(&dense_next, __ATOMIC_RELAXED) &&
+		   h * 1024 <= s * median_of(dense, &dense_next);
 	if (__atomic_exchange_n(&huge, want, __ATOMIC_RELAXED) != want)
 		__atomic_fetch_add(&switches, 1, __ATOMIC_RELAXED);
 }
 
 void hz_fresh_sample(uint64_t ns)
 {
-	uint64_t i = __atomic_fetch_add(&recent_next, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&recent[i % RECENT], ns, __ATOMIC_RELAXED);
+	push(recent, &recent_next, ns);
 	decide_now();
 }
 
-/* The first touch of two fresh huge pages and of 2 MiB of fresh small
- * pages. Both huge pages are samples (the first is often one another
- * process has just freed, still backed; the median of the recent ones
- * decides); the small pages' time is the figure they are held against
- * until the next probe. No huge page to be had (THP refused): small. */
+/* ---- density: how much of a fresh block the program touches ---- */
+
+/* One block watched at a time: handed out all fresh on small pages (its
+ * range advised so where its mapping asked for huge ones), its resident
+ * pages counted at its free, or at a large allocation WATCH_NS after it
+ * was handed out, whichever comes first; then its advice restored. After
+ * the first, one at most every WATCH_EVERY_NS. */
+#define WATCH_NS ((uint64_t)10 * 1000000u)
+#define WATCH_EVERY_NS ((uint64_t)1000000000u)
+#define WATCH_MAX_PAGES ((size_t)16384) /* 64 MiB counted at most */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned char *watched; /* the block, or NULL */
+static size_t watched_pages;
+static uint64_t watched_at, watch_ended;
+static int watch_readvise; /* its range was advised small for the watch */
+static uint64_t watches;
+
+int hz_fresh_watch(void *p, size_t size, int advice)
+{
+	uint64_t now = hz_os_now_ns();
+	if (!hz_fresh_sampling() || __atomic_load_n(&watched, __ATOMIC_RELAXED) ||
+	    (__atomic_load_n(&dense_next, __ATOMIC_RELAXED) &&
+	     now - __atomic_load_n(&watch_ended, __ATOMIC_RELAXED) < WATCH_EVERY_NS) ||
+	    pthread_mutex_trylock(&watch_lock))
+		return 0;
+	int took = !watched;
+	if (took) {
+		watched_pages = size >> HZ_PAGE_SHIFT < WATCH_MAX_PAGES ? size >> HZ_PAGE_SHIFT : WATCH_MAX_PAGES;
+		watched_at = now;
+		watch_readvise = advice == HZ_ADVISED_HUGE;
+		if (watch_readvise)
+			hz_os_nohugepage(p, watched_pages << HZ_PAGE_SHIFT);
+		__atomic_store_n(&watched, (unsigned char *)p, __ATOMIC_RELEASE);
+		watches++;
+	}
+	pthread_mutex_unlock(&watch_lock);
+	return took;
+}
+
+/* Reads the watched block when it is p, or (p NULL) when it has been
+ * watched long enough, and ends the watch. */
+static void end_watch(const void *p)
+{
+	pthread_mutex_lock(&watch_lock);
+	uint64_t now = hz_os_now_ns();
+	size_t resident;
+	if (watched && (p ? watched == p : now - watched_at >= WATCH_NS)) {
+		if (!hz_os_count_resident(watched, watched_pages, &resident))
+			push(dense, &dense_next, resident * 1024 / watched_pages);
+		decide_now();
+		if (watch_readvise && __atomic_load_n(&huge, __ATOMIC_RELAXED))
+			advise_huge(watched, watched_pages << HZ_PAGE_SHIFT);
+		__atomic_store_n(&watched, NULL, __ATOMIC_RELAXED);
+		__atomic_store_n(&watch_ended, now, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&watch_lock);
+}
+
+void hz_fresh_freed(const void *p)
+{
+	if (hz_unlikely(__atomic_load_n(&watched, __ATOMIC_RELAXED) == p))
+		end_watch(p);
+}
+
+/* The probe's small pages: an eighth of a huge page's, timed and counted
+ * eight times, so that a probe adds little to a small program's peak. */
+#define PROBE_SMALL (HZ_HUGE_SIZE / 8)
+
+/* The first touch of a fresh huge page (a sample) and of fresh small
+ * pages, whose time, scaled to 512, is the figure the samples are held
+ * against (the median of the recent probes': a probe preempted midway
+ * times too long). No huge page to be had (THP refused): small. */
 int hz_fresh_probe(void)
 {
 	void *h, *s;
-	if (hz_os_map(2 * HZ_HUGE_SIZE, HZ_HUGE_SIZE, &h))
+	if (hz_os_map(HZ_HUGE_SIZE, HZ_HUGE_SIZE, &h))
 		return __atomic_load_n(&huge, __ATOMIC_RELAXED);
-	if (hz_os_map(HZ_HUGE_SIZE, HZ_HUGE_SIZE, &s)) {
-		hz_os_unmap(h, 2 * HZ_HUGE_SIZE);
+	if (hz_os_map(PROBE_SMALL, hz_page_size, &s)) {
+		hz_os_unmap(h, HZ_HUGE_SIZE);
 		return __atomic_load_n(&huge, __ATOMIC_RELAXED);
 	}
-	int thp = !hz_os_hugepage(h, 2 * HZ_HUGE_SIZE);
-	hz_os_nohugepage(s, HZ_HUGE_SIZE);
-	uint64_t t[4];
+	int thp = !hz_os_hugepage(h, HZ_HUGE_SIZE);
+	hz_os_nohugepage(s, PROBE_SMALL);
+	uint64_t t[3];
 	t[0] = hz_os_now_ns();
 	((volatile char *)h)[0] = 1;
 	t[1] = hz_os_now_ns();
 	/* MADV_HUGEPAGE is taken where THP is "never" too: a huge page is
 	 * one whose second small page came with the first. */
 	thp = thp && hz_os_resident((char *)h + hz_page_size);
-	((volatile char *)h)[HZ_HUGE_SIZE] = 1;
-	t[2] = hz_os_now_ns();
-	for (size_t i = 0; i < HZ_HUGE_SIZE; i += hz_page_size)
+	for (size_t i = 0; i < PROBE_SMALL; i += hz_page_size)
 		((volatile char *)s)[i] = 1;
-	t[3] = hz_os_now_ns();
-	hz_os_unmap(h, 2 * HZ_HUGE_SIZE);
-	hz_os_unmap(s, HZ_HUGE_SIZE);
-	uint64_t h_ns = t[1] - t[0] > t[2] - t[1] ? t[1] - t[0] : t[2] - t[1], s_ns = t[3] - t[2];
+	t[2] = hz_os_now_ns();
+	hz_os_unmap(h, HZ_HUGE_SIZE);
+	hz_os_unmap(s, PROBE_SMALL);
+	uint64_t h_ns = t[1] - t[0], s_ns = (t[2] - t[1]) * (HZ_HUGE_SIZE / PROBE_SMALL);
 	__atomic_store_n(&huge_ns, h_ns, __ATOMIC_RELAXED);
 	__atomic_store_n(&small_ns, s_ns, __ATOMIC_RELAXED);
+	push(smalls, &smalls_next, s_ns);
 	__atomic_store_n(&thp_works, thp, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&probes, 1, __ATOMIC_RELAXED);
 	__atomic_store_n(&probed_at, hz_os_now_ns() | 1, __ATOMIC_RELAXED);
-	if (thp) {
-		hz_fresh_sample(t[1] - t[0]);
-		hz_fresh_sample(t[2] - t[1]);
-	} else {
+	if (thp)
+		hz_fresh_sample(h_ns);
+	else
 		decide_now();
-	}
 	return thp && h_ns <= s_ns;
 }
 
@@ -183,15 +259,25 @@ int hz_fresh_decide(void)
 {
 	if (__atomic_load_n(&reporting, __ATOMIC_RELAXED) < 0) /* reported, not a rule */
 		__atomic_store_n(&reporting, hz_os_free_page_reporting(), __ATOMIC_RELAXED);
-	if (mode == HZ_FRESH_AUTO) {
-		uint64_t now = hz_os_now_ns(), last = __atomic_load_n(&probed_at, __ATOMIC_RELAXED);
-		if ((!last || now - last >= HZ_FRESH_REPROBE_NS) &&
-		    !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
-			hz_fresh_probe();
-			__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
-		}
-	}
+	if (mode == HZ_FRESH_AUTO && __atomic_load_n(&watched, __ATOMIC_RELAXED))
+		end_watch(NULL);
 	return __atomic_load_n(&huge, __ATOMIC_RELAXED);
+}
+
+int hz_fresh_probe_due(void)
+{
+	uint64_t last = __atomic_load_n(&probed_at, __ATOMIC_RELAXED);
+	return mode == HZ_FRESH_AUTO && hz_thp && __atomic_load_n(&dense_next, __ATOMIC_RELAXED) &&
+	       (!last || hz_os_now_ns() - last >= HZ_FRESH_REPROBE_NS);
+}
+
+void hz_fresh_probe_if_due(void)
+{
+	if (hz_fresh_probe_due() && !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
+		if (hz_fresh_probe_due()) /* not done meanwhile */
+			hz_fresh_probe();
+		__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
+	}
 }
 
 /* A new mapping, [p, p+size): advised for huge pages or for small ones,
@@ -251,7 +337,9 @@ void hz_fresh_stats(struct hz_fresh_stats *out)
 	out->samples = __atomic_load_n(&recent_next, __ATOMIC_RELAXED);
 	out->switches = __atomic_load_n(&switches, __ATOMIC_RELAXED);
 	out->huge_ns = __atomic_load_n(&huge_ns, __ATOMIC_RELAXED);
-	out->recent_huge_ns = recent_median();
+	out->recent_huge_ns = median_of(recent, &recent_next);
+	out->density = __atomic_load_n(&dense_next, __ATOMIC_RELAXED) ? median_of(dense, &dense_next) : 0;
+	out->watches = __atomic_load_n(&watches, __ATOMIC_RELAXED);
 	out->readvised = __atomic_load_n(&readvised, __ATOMIC_RELAXED);
 	out->small_ns = __atomic_load_n(&small_ns, __ATOMIC_RELAXED);
 	out->huge_maps = __atomic_load_n(&huge_maps, __ATOMIC_RELAXED);

@@ -37,9 +37,16 @@ int hz_fresh_map(size_t size, int *hugetlb, int *advice, void **out);
 /* MADV_HUGEPAGE on [p, p+size) with hz_thp, counted (a mapping moved by
  * mremap keeps its pages). */
 void hz_fresh_advise_moved(void *p, size_t size);
-/* The decision for the next new mapping, 1 for huge pages, measuring
- * first when it is time to: before a large allocation, no lock held. */
+/* The decision for the next new mapping, 1 for huge pages: before a
+ * large allocation, no lock held (a watched block read when due). */
 int hz_fresh_decide(void);
+/* Whether a probe is due: a watched block has been read and the last
+ * probe is HZ_FRESH_REPROBE_NS old, or there was none. Whoever runs it
+ * calls hz_fresh_probe_if_due, no lock held (it may take milliseconds):
+ * a program's thread about to map fresh memory for a block (the mapping
+ * is what the probe decides), else the zeroer's thread. */
+int hz_fresh_probe_due(void);
+void hz_fresh_probe_if_due(void);
 /* Measures now (HUGEZERO_VERBOSE, hugezero info); 1 when huge pages won. */
 int hz_fresh_probe(void);
 
@@ -51,6 +58,15 @@ int hz_fresh_sampling(void);
  * decision follows the median of the recent ones against the small
  * pages' figure, measured at the last probe. */
 void hz_fresh_sample(uint64_t ns);
+/* A block of size bytes at p just handed out, all of it fresh, whose
+ * memory was advised `advice`: watched, when no other block is, to learn
+ * how much of it the program touches (its range advised small pages for
+ * the while where it asked for huge ones): 1, or 0 when not watched. No
+ * lock held. */
+int hz_fresh_watch(void *p, size_t size, int advice);
+/* Before the block at p is freed (no lock held): read, if it was the one
+ * watched. */
+void hz_fresh_freed(const void *p);
 /* The advice memory advised `advice` should have now: the last decision
  * (or `advice` itself where nothing is decided: a forced mode, no THP, no
  * advice given). When it differs, the caller re-advises with
@@ -63,9 +79,11 @@ struct hz_fresh_stats {
 	uint64_t probes;                /* measurements made */
 	uint64_t samples;               /* first touches of huge pages timed */
 	uint64_t switches;              /* decisions that changed */
-	uint64_t huge_ns, small_ns;     /* the last probe's first touches */
+	uint64_t huge_ns, small_ns;     /* the last probe's first touches (small: of 512 pages) */
 	uint64_t recent_huge_ns;        /* the median of the recent huge samples: what decided */
 	uint64_t readvised;             /* mappings re-advised after the decision changed */
+	uint64_t density;               /* the recent watched blocks' median share touched, 1/1024ths */
+	uint64_t watches;               /* blocks watched */
 	uint64_t huge_maps, small_maps; /* new mappings advised each way */
 	uint64_t thp_advised, thp_refused; /* MADV_HUGEPAGE taken, refused */
 	int huge;                       /* the current decision */

@@ -75,6 +75,7 @@ struct hz_huge *hz_huge_map(size_t mapped, size_t usable, unsigned owner)
 		return NULL;
 	}
 	set_mapping(h, base, mapped);
+	h->advice = advice;
 	h->dirty = 1;
 	h->owner = owner;
 	if (hz_reg_set(base, mapped, (uintptr_t)h | HZ_REG_HUGE)) {

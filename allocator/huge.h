@@ -20,6 +20,7 @@ struct hz_huge {
 	size_t size;   /* usable bytes, whole pages */
 	size_t mapped; /* whole huge pages; whole pages where no more could be mapped */
 	int live, dirty;
+	int advice;           /* its mapping's (enum hz_fresh_advice) */
 	size_t cleared;       /* while free and dirty: its first bytes the zeroer made zero */
 	int shared;           /* while free: shared with a forked process, left to calloc */
 	unsigned owner;       /* its arena */

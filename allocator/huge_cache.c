@@ -2,6 +2,7 @@
 #include "../obs/counters.h"
 #include "arena.h"
 #include "budget.h"
+#include "fresh.h"
 #include "huge_cache.h"
 
 /* The cached block that fits `usable` bytes best, out of a's cache; one
@@ -75,12 +76,18 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 		h->shared = 0;
 		return h->base;
 	}
+	hz_fresh_probe_if_due(); /* the new mapping is what it decides */
 	if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
 		return NULL;
 	*refill = 1;
 	pthread_mutex_lock(&a->lock);
 	hand_out(a, h, usable, zero, usable, 1);
 	pthread_mutex_unlock(&a->lock);
+	/* Watched for how much of it the program touches: past its first
+	 * huge page where that was touched and timed as a sample (fresh.h). */
+	size_t skip = h->advice == HZ_ADVISED_HUGE && hz_fresh_sampling() ? HZ_HUGE_SIZE : 0;
+	if (usable > skip + HZ_HUGE_SIZE)
+		hz_fresh_watch(h->base + skip, usable - skip, h->advice);
 	return h->base;
 }
 

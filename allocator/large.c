@@ -54,15 +54,20 @@ static HZ_NOINLINE void relieve(size_t size)
 void *hz_large_alloc(size_t size, int zero)
 {
 	void *p = NULL;
-	int refill = 0;
+	int refill = 0, probe = 0;
 	if (size > hz_large_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	if (hz_unlikely(hz_limits.cgroup_version))
 		relieve(size);
-	if (hz_thp)
-		hz_fresh_decide(); /* a measurement when due, outside every lock */
+	if (hz_thp) {
+		hz_fresh_decide(); /* outside every lock */
+		/* A measurement when due, by the zeroer's thread, off the
+		 * program's (which measures only before it maps fresh memory:
+		 * run.h, huge_cache.h). */
+		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due());
+	}
 	if (size && size <= HZ_LARGE_MAX && !hz_huge_fitted)
 		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero, &refill);
 	/* Larger blocks, and those no chunk could be mapped for (an
@@ -72,7 +77,7 @@ void *hz_large_alloc(size_t size, int zero)
 	if (!p) {
 		errno = ENOMEM;
 	} else if (hz_zeroer_enabled) {
-		hz_zeroer_kick(zero, refill); /* the reserve to refill */
+		hz_zeroer_kick(zero || probe, refill || probe); /* the reserve to refill, a probe */
 	}
 	return p;
 }
@@ -88,6 +93,7 @@ size_t hz_large_usable(const void *p)
 
 int hz_large_free(void *p)
 {
+	hz_fresh_freed(p);
 	struct hz_huge *h = hz_huge_at(p);
 	struct hz_chunk *c = h ? NULL : hz_chunk_of(p);
 	int r = h ? hz_huge_cache_free(h) : c ? hz_run_free(c, p) : -1;
@@ -257,6 +263,11 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	 * small pages' figure, it decides fresh.huge. */
 	fn(arg, "fresh.recent_huge_touch_ns", f.recent_huge_ns, 1);
 	fn(arg, "fresh.readvised", f.readvised, 0);
+	/* The share of a watched fresh block's pages the program touched
+	 * (the recent ones' median, in 1/1024ths): huge pages pay for that
+	 * share of 512 small faults only. */
+	fn(arg, "fresh.touched_per_1024", f.density, 1);
+	fn(arg, "fresh.watches", f.watches, 0);
 	fn(arg, "fresh.huge_mappings", f.huge_maps, 0);
 	fn(arg, "fresh.small_mappings", f.small_maps, 0);
 	fn(arg, "fresh.huge", (uint64_t)f.huge, 1);

@@ -30,12 +30,13 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 	void *p = fit(a, npages, &c);
 	if (!p && grow) {
 		pthread_mutex_unlock(&a->lock);
+		hz_fresh_probe_if_due(); /* the new chunk is what it decides */
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
 		p = fit(a, npages, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
-	int readvise = 0, sample = 0;
+	int readvise = 0, sample = 0, all_fresh = 0, advice = 0;
 	if (p) {
 		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
 		size_t fresh = c->taken_fresh << HZ_PAGE_SHIFT;
@@ -47,7 +48,8 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 			 * touches a block's first page first). */
 			int now = hz_fresh_advice_now(c->advice);
 			readvise = now != c->advice ? now : 0;
-			c->advice = now;
+			c->advice = advice = now;
+			all_fresh = c->taken_fresh == npages;
 			size_t h = i & ~(HZ_HUGE_PAGES - 1);
 			sample = now == HZ_ADVISED_HUGE && hz_fresh_sampling() && !c->taken_clean &&
 				 !hz_chunk_any_in_memory(c, h, h + HZ_HUGE_PAGES);
@@ -75,6 +77,8 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 	pthread_mutex_unlock(&a->lock);
 	if (readvise) /* outside the lock: the kernel's mapping lock may wait */
 		hz_fresh_readvise(c->base, HZ_CHUNK_SIZE, readvise);
+	if (all_fresh && hz_fresh_watch(p, npages << HZ_PAGE_SHIFT, advice))
+		sample = 0; /* its pages are small for the while */
 	if (sample) {
 		uint64_t t0 = hz_os_now_ns();
 		*(volatile unsigned char *)p = 0; /* the zero it reads as */

@@ -116,6 +116,23 @@ int hz_os_resident(const void *p)
 	return !hz_os_status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
 }
 
+int hz_os_count_resident(const void *p, size_t n, size_t *resident)
+{
+	unsigned char v[1024];
+	int saved = errno;
+	*resident = 0;
+	for (size_t i = 0; i < n; i += sizeof v) {
+		size_t m = n - i < sizeof v ? n - i : sizeof v;
+		int e = hz_os_status(syscall(SYS_mincore, (const char *)p + i * hz_page_size, m * hz_page_size, v),
+				     saved);
+		if (e)
+			return e;
+		for (size_t k = 0; k < m; k++)
+			*resident += v[k] & 1;
+	}
+	return 0;
+}
+
 int hz_os_mapped(const void *p)
 {
 	unsigned char v = 0;

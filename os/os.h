@@ -59,6 +59,10 @@ int hz_os_hugepage(void *p, size_t size);
 int hz_os_nohugepage(void *p, size_t size);
 /* Whether the page at p (page-aligned) is in memory (mincore); 0 on error. */
 int hz_os_resident(const void *p);
+/* How many of the n pages from p (page-aligned) are in memory (mincore,
+ * a window at a time): 0 and *resident, or an errno (ENOMEM where part
+ * of the range is not mapped). */
+int hz_os_count_resident(const void *p, size_t n, size_t *resident);
 /* Whether the page at p is mapped at all (mincore's ENOMEM says it is
  * not); 1 when it cannot tell. */
 int hz_os_mapped(const void *p);
