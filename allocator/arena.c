@@ -128,8 +128,16 @@ size_t hz_arenas_clean_bytes(void)
 	return sum(1);
 }
 
+void hz_arena_note_low(struct hz_arena *a)
+{
+	size_t held = hz_arena_free_bytes(a);
+	if (held < a->low)
+		a->low = held;
+}
+
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
 {
+	hz_arena_note_low(a);
 	a->n.nalloc++;
 	if (fresh)
 		a->n.reserve_misses++;

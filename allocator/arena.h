@@ -27,6 +27,7 @@ struct hz_arena_counters {
 	uint64_t cleared_caller;               /* bytes calloc cleared on the caller's thread */
 	uint64_t reserve_hits, reserve_misses; /* blocks handed out all in memory, or not */
 	uint64_t unused;                       /* bytes the zeroer cleared or populated, released before a block took them */
+	uint64_t refaulted, refaults;          /* bytes handed out again after a release, and the faults they cost (estimated) */
 };
 
 /* The zeroer's recent record in an arena for one kind of its work
@@ -45,7 +46,9 @@ struct hz_arena {
 	size_t allocated;          /* bytes of live blocks */
 	struct hz_huge *cache;     /* free huge blocks, most recently freed first */
 	size_t cached;             /* their mapped bytes */
-	uint64_t dirty_since;      /* when free dirty memory last appeared; 0: none */
+	uint64_t window_at;        /* when the decay's window began; 0: none (no free memory) */
+	size_t low;                /* the least free memory in memory it held in the window (budget.h) */
+	size_t evicted;            /* huge blocks' bytes unmapped lately: a new one of that much counts as refaulted */
 	uint64_t frees;            /* a clock: blocks and chunks remember it when freed */
 	size_t missed;             /* bytes handed out that were not in memory, since the last decay:
 				    * the reserve refills up to this much (budget.h) */
@@ -82,8 +85,11 @@ size_t hz_arenas_free_bytes(void);
 size_t hz_arenas_clean_bytes(void);
 
 /* A block handed out (lock held): counted, with zero set as calloc's;
- * fresh of its bytes were not in memory. */
+ * fresh of its bytes were not in memory. The free memory left lowers the
+ * window's low-water mark (a->low). */
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
+/* The arena's free memory just shrank (lock held): the low-water mark. */
+void hz_arena_note_low(struct hz_arena *a);
 /* One purge of bytes, counted (lock held); returns bytes. */
 size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_purge_result *r, size_t bytes);
 

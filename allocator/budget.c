@@ -64,20 +64,34 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 	*hp = h->next;
 	a->cached -= bytes;
 	a->n.purged += bytes;
+	a->evicted += bytes;
 	a->n.unused += h->dirty ? h->cleared : h->mapped;
 	a->cleared.wasted += h->dirty ? h->cleared : h->mapped;
 	hz_huge_destroy(h);
 	return bytes;
 }
 
+/* Cuts the cached block h to its first `mapped` bytes, counted as evict's. */
+static void shorten(struct hz_arena *a, struct hz_huge *h, size_t mapped)
+{
+	size_t bytes = h->mapped - mapped;
+	size_t cleared = h->cleared;
+	hz_huge_cut(h, mapped);
+	a->cached -= bytes;
+	a->n.purged += bytes;
+	a->evicted += bytes;
+	a->n.unused += h->dirty ? cleared - h->cleared : bytes;
+	a->cleared.wasted += h->dirty ? cleared - h->cleared : bytes;
+}
+
 /* Releases a's free memory, least recently freed first, whether a cached
- * huge block (unmapped) or a chunk's whole free 2 MiB blocks (one batch):
- * all of it, or while over budget. */
-static void release_oldest(struct hz_arena *a, int all)
+ * huge block (unmapped) or a chunk's whole free 2 MiB blocks (one batch),
+ * until it holds at most `keep` bytes or nothing more can go. */
+static void release_oldest(struct hz_arena *a, size_t keep)
 {
 	for (unsigned k = 0; k < a->nchunks; k++)
 		a->chunks[k]->tried = 0;
-	while (all || hz_arena_free_bytes(a) > hz_budget_dirty_max) {
+	while (hz_arena_free_bytes(a) > keep) {
 		struct hz_huge **hp = oldest_cached(a);
 		struct hz_chunk *c = NULL;
 		for (unsigned k = 0; k < a->nchunks; k++)
@@ -86,11 +100,15 @@ static void release_oldest(struct hz_arena *a, int all)
 				c = a->chunks[k];
 		if (c && (!hp || c->freed <= (*hp)->freed)) {
 			struct hz_purge_result r;
-			size_t bytes = hz_purge_chunk(c, 0, &r);
+			size_t bytes = hz_purge_chunk(c, 0, hz_arena_free_bytes(a) - keep, &r);
 			hz_arena_count_purge(a, &r, bytes);
 			c->tried = 1; /* what is left there is in partial huge pages */
 		} else if (hp) {
-			evict(a, hp);
+			size_t over = hz_round_up(hz_arena_free_bytes(a) - keep, HZ_HUGE_SIZE);
+			if ((*hp)->mapped > over && (*hp)->mapped % HZ_HUGE_SIZE == 0)
+				shorten(a, *hp, (*hp)->mapped - over); /* its head kept */
+			else
+				evict(a, hp);
 		} else {
 			break;
 		}
@@ -101,22 +119,32 @@ void hz_budget_bound(struct hz_arena *a)
 {
 	size_t held = hz_arena_free_bytes(a);
 	if (!held) {
-		a->dirty_since = 0;
+		a->window_at = 0;
 		return;
 	}
 	uint64_t now = hz_os_now_ns();
-	if (!a->dirty_since)
-		a->dirty_since = now;
-	int expired = now - a->dirty_since >= hz_budget_decay_ns;
-	if (held <= hz_budget_dirty_max && !expired)
-		return;
-	release_oldest(a, expired);
-	if (expired) {
-		a->missed = 0; /* the reserve stays empty until blocks are wanted again */
-		a->populated.wasted /= 2; /* idle a while: the zeroer may try again */
-		a->cleared.wasted /= 2;
+	if (!a->window_at) {
+		a->window_at = now;
+		a->low = held;
 	}
-	a->dirty_since = hz_arena_free_bytes(a) ? now : 0;
+	if (held > hz_budget_dirty_max)
+		release_oldest(a, hz_budget_dirty_max);
+	if (now - a->window_at < hz_budget_decay_ns)
+		return;
+	/* The window's end: what stayed free all through it goes back (the
+	 * least recently freed first); what the program took and gave back
+	 * meanwhile stays, for it to take again without a fault. */
+	held = hz_arena_free_bytes(a);
+	size_t unused = a->low < held ? a->low : held;
+	if (unused)
+		release_oldest(a, held - unused);
+	a->missed = 0; /* the reserve refills only once blocks are taken fresh again */
+	a->populated.wasted /= 2; /* a while on: the zeroer may try again */
+	a->cleared.wasted /= 2;
+	a->evicted /= 2;
+	held = hz_arena_free_bytes(a);
+	a->window_at = held ? now : 0;
+	a->low = held;
 }
 
 size_t hz_budget_trim(struct hz_arena *a)
@@ -125,9 +153,10 @@ size_t hz_budget_trim(struct hz_arena *a)
 	hz_arena_quiesce(a);
 	for (unsigned k = 0; k < a->nchunks; k++) {
 		struct hz_purge_result r;
-		size_t b = hz_purge_chunk(a->chunks[k], 1, &r);
+		size_t b = hz_purge_chunk(a->chunks[k], 1, SIZE_MAX, &r);
 		bytes += hz_arena_count_purge(a, &r, b);
 	}
+	a->low = 0;
 	while (a->cache)
 		bytes += evict(a, &a->cache);
 	a->missed = 0; /* what was trimmed is not refilled until blocks are wanted again */

@@ -36,9 +36,12 @@ size_t hz_budget_fit(void);
  * populate: no MADV_POPULATE_WRITE before Linux 5.14). */
 void hz_budget_no_reserve(void);
 
-/* After a free or at the decay's tick (lock held): over hz_budget_dirty_max, or
- * kept longer than hz_budget_decay_ns, free memory goes back to the
- * kernel, least recently freed first. */
+/* After a free or at the decay's tick (lock held): over hz_budget_dirty_max,
+ * free memory goes back to the kernel, least recently freed first; and at
+ * the end of each window of hz_budget_decay_ns, the least free memory the
+ * arena held during it (its low-water mark, which no allocation needed),
+ * so that memory the program frees and asks for again is kept, and an
+ * idle program's goes back. */
 void hz_budget_bound(struct hz_arena *a);
 /* Releases all the arena's free memory in memory, partial huge pages
  * included, and unmaps every cached huge block, once the zeroer's claim

@@ -43,6 +43,8 @@ static void *take(struct hz_chunk *c, size_t i, size_t npages)
 	c->taken_fresh = npages - dirty - clean;
 	c->taken_clean = clean;
 	c->taken_populated = hz_bits_count(c->populated, i, i + npages);
+	c->taken_released = hz_bits_count(c->released, i, i + npages);
+	hz_bits_set(c->released, i, i + npages, 0);
 	hz_bits_set(c->populated, i, i + npages, 0);
 	hz_bits_set(c->clean, i, i + npages, 0);
 	hz_bits_set(c->shared, i, i + npages, 0);
@@ -120,6 +122,7 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		c->dirty_free -= hz_bits_count(c->dirty, i + n, i + npages);
 		c->clean_free -= hz_bits_count(c->clean, i + n, i + npages);
 		hz_bits_set(c->populated, i + n, i + npages, 0);
+		hz_bits_set(c->released, i + n, i + npages, 0);
 		hz_bits_set(c->clean, i + n, i + npages, 0);
 		hz_bits_set(c->shared, i + n, i + npages, 0);
 		hz_bits_set(c->used, i + n, i + npages, 1);
@@ -254,5 +257,6 @@ void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi, int populated)
 	hz_bits_set(c->dirty, lo, hi, 0);
 	c->clean_free += (hi - lo) - hz_bits_count(c->clean, lo, hi);
 	hz_bits_set(c->clean, lo, hi, 1);
+	hz_bits_set(c->released, lo, hi, 0); /* in memory again: the zeroer faulted them */
 	hz_bits_set(c->populated, lo, hi, populated);
 }

@@ -26,6 +26,7 @@ struct hz_chunk {
 	size_t taken_fresh;               /* pages of the last run handed out that were neither (not in memory) */
 	size_t taken_clean;               /* that were clean (the zeroer's work) */
 	size_t taken_populated;           /* and of those, populated */
+	size_t taken_released;            /* that the arenas had released (the program faults them in again) */
 	uint32_t busy_lo, busy_hi;        /* free pages the zeroer has claimed (claim.h): no purge there */
 	unsigned owner;                   /* the arena it belongs to (arena.h) */
 	int hugetlb;                      /* backed by hugetlb pages, not THP */
@@ -37,6 +38,7 @@ struct hz_chunk {
 	uint64_t clean[HZ_CHUNK_WORDS];   /* page is free, in memory and zero */
 	uint64_t populated[HZ_CHUNK_WORDS]; /* clean page the zeroer faulted in (not cleared): the reserve */
 	uint64_t shared[HZ_CHUNK_WORDS];  /* free dirty page shared with a forked process: not pre-cleared */
+	uint64_t released[HZ_CHUNK_WORDS]; /* free page the arenas released, not in memory since */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
 };

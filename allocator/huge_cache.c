@@ -82,6 +82,11 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	*refill = 1;
 	pthread_mutex_lock(&a->lock);
 	hand_out(a, h, usable, zero, usable, 1);
+	/* Huge blocks unmapped lately stand for this one: asked for again. */
+	size_t again = a->evicted < usable ? a->evicted : usable;
+	a->evicted -= again;
+	a->n.refaulted += again;
+	a->n.refaults += h->advice == HZ_ADVISED_HUGE ? again / HZ_HUGE_SIZE : again >> HZ_PAGE_SHIFT;
 	pthread_mutex_unlock(&a->lock);
 	/* Watched for how much of it the program touches: past its first
 	 * huge page where that was touched and timed as a sample (fresh.h). */

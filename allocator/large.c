@@ -187,6 +187,8 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->reserve_misses += a->n.reserve_misses;
 		out->reserve_bytes += hz_arena_clean_bytes(a);
 		out->reserve_unused_bytes += a->n.unused;
+		out->refaulted_bytes += a->n.refaulted;
+		out->refaults += a->n.refaults;
 		pthread_mutex_unlock(&a->lock);
 	}
 	out->pressure_checks = __atomic_load_n(&pressure_checks, __ATOMIC_RELAXED);
@@ -216,6 +218,11 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "purge.bytes", s.purged_bytes, 0);
 	fn(arg, "purge.syscalls", s.purge_syscalls, 0);
 	fn(arg, "purge.fallbacks", s.purge_fallbacks, 0);
+	/* What releasing cost: memory released and then asked for again,
+	 * which the program faults in anew, and an estimate of those faults
+	 * (one a page, one a huge page where huge ones were asked for). */
+	fn(arg, "purge.refaulted_bytes", s.refaulted_bytes, 0);
+	fn(arg, "purge.refaults", s.refaults, 0);
 	fn(arg, "hugetlb.chunks", s.hugetlb_chunks, 0);
 	fn(arg, "hugetlb.fallbacks", s.hugetlb_fallbacks, 0);
 	fn(arg, "thp.advised", s.thp_advised, 0);

@@ -100,6 +100,7 @@ struct hz_large_stats {
 	size_t reserve_bytes; /* free clean pages: pre-cleared or populated */
 	uint64_t reserve_unused_bytes; /* the zeroer's work released before a block took it */
 	uint64_t pressure_checks, pressure_releases, pressure_bytes; /* near the cgroup's limit */
+	uint64_t refaulted_bytes, refaults; /* handed out again after a release; the faults that cost */
 };
 void hz_large_stats(struct hz_large_stats *out);
 /* The same, by name, for the report (an obs.h source). */

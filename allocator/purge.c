@@ -38,18 +38,22 @@ static void flush(struct gather *g)
 			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);
+			hz_bits_set(g->c->released, g->lo[k], g->hi[k], 1);
 		}
 		g->bytes += res.bytes;
 	}
 	g->n = 0;
 }
 
-/* Adds pages [i, j), merged with the previous range when adjacent. */
+/* Adds pages [i, j), merged with the previous range when adjacent on
+ * either side. */
 static void add(struct gather *g, size_t i, size_t j)
 {
-	if (g->n && g->hi[g->n - 1] == i) {
-		g->hi[g->n - 1] = j;
-		g->r[g->n - 1].len = (j - g->lo[g->n - 1]) << HZ_PAGE_SHIFT;
+	size_t k = g->n - 1;
+	if (g->n && (g->hi[k] == i || g->lo[k] == j)) {
+		g->lo[k] = g->lo[k] < i ? g->lo[k] : i;
+		g->hi[k] = g->hi[k] > j ? g->hi[k] : j;
+		g->r[k] = (struct hz_range){g->c->base + (g->lo[k] << HZ_PAGE_SHIFT), (g->hi[k] - g->lo[k]) << HZ_PAGE_SHIFT};
 		return;
 	}
 	if (g->n == GATHER)
@@ -60,13 +64,17 @@ static void add(struct gather *g, size_t i, size_t j)
 	g->n++;
 }
 
-size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_purge_result *res)
+size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res)
 {
 	struct gather g; /* 4 KiB */
 	g.c = c;
 	g.n = g.bytes = 0;
 	g.total = (struct hz_purge_result){0};
-	for (size_t h = 0; h < HZ_CHUNK_PAGES; h += HZ_HUGE_PAGES) {
+	size_t gathered = 0;
+	/* From the top: first fit takes the lowest free pages, so the highest
+	 * are the last a block would take again. */
+	for (size_t h = HZ_CHUNK_PAGES; h > 0 && gathered < most;) {
+		h -= HZ_HUGE_PAGES;
 		size_t e = h + HZ_HUGE_PAGES;
 		if (hz_bits_find(c->dirty, h, e, 1) == e && hz_bits_find(c->clean, h, e, 1) == e)
 			continue; /* nothing in memory to release here */
@@ -74,6 +82,7 @@ size_t hz_purge_chunk(struct hz_chunk *c, int partial, struct hz_purge_result *r
 			continue; /* the zeroer's: not now */
 		if (hz_bits_find(c->used, h, e, 1) == e) {
 			add(&g, h, e); /* a whole free huge page */
+			gathered += HZ_HUGE_SIZE;
 			continue;
 		}
 		if (!partial || c->hugetlb)

@@ -61,6 +61,15 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 			a->missed += fresh;
 		if (fresh || c->taken_clean)
 			*refill = 1;
+		/* Pages the arenas had released, asked for again: the faults
+		 * a release cost (one a page, one a huge page where huge ones
+		 * are asked for). */
+		if (c->taken_released) {
+			a->n.refaulted += c->taken_released << HZ_PAGE_SHIFT;
+			a->n.refaults += c->advice == HZ_ADVISED_HUGE
+						 ? (c->taken_released + HZ_HUGE_PAGES - 1) / HZ_HUGE_PAGES
+						 : c->taken_released;
+		}
 		/* The zeroer's work taken: populated, and cleared. */
 		a->populated.paid += c->taken_populated << HZ_PAGE_SHIFT;
 		a->cleared.paid += (c->taken_clean - c->taken_populated) << HZ_PAGE_SHIFT;
@@ -134,6 +143,7 @@ int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
 		if (np << HZ_PAGE_SHIFT > old) /* the pages taken after it */
 			hz_arena_collide(a, c, i + (old >> HZ_PAGE_SHIFT), i + np, NULL);
 		a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
+		hz_arena_note_low(a);
 	}
 	pthread_mutex_unlock(&a->lock);
 	return ok ? 0 : -1;

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../../allocator/bitmap.h"
 #include "../../allocator/budget.h"
 #include "../../allocator/huge.h"
 
@@ -102,6 +103,38 @@ Test(budget, decay_releases_all_and_claimed_blocks_stay)
 	hz_claim_end(HZ_HUGE_SIZE);
 	hz_budget_bound(a);
 	cr_assert_eq(hz_arena_free_bytes(a), 0);
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* At the end of a window of the delay, what stayed free all through it
+ * goes back, no more: the 4 MiB the program took and gave back meanwhile
+ * stay; the chunk's highest huge pages go first (first fit takes the
+ * lowest). Pages released and handed out again are counted taken so. */
+Test(budget, a_window_releases_what_stayed_free)
+{
+	struct hz_arena *a = &hz_arenas[0];
+	hz_budget_dirty_max = (size_t)1 << 40;
+	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
+	struct hz_chunk *c = chunk_freed(a, 4);
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a); /* the window begins: 8 MiB free */
+	unsigned char *p = hz_chunk_alloc(c, 2 * HZ_HUGE_PAGES);
+	cr_assert_eq(p, c->base);
+	hz_chunk_mark_dirty(c, p);
+	hz_arena_count_alloc(a, 4 * MiB, 0, 0);
+	cr_assert_eq(a->low, 4 * MiB, "the low-water mark follows the handout");
+	hz_chunk_free(c, p);
+	hz_budget_bound(a);
+	cr_assert_eq(hz_arena_free_bytes(a), 8 * MiB, "within the window: all kept");
+	hz_budget_decay_ns = 0;
+	hz_budget_bound(a);
+	cr_assert_eq(hz_arena_free_bytes(a), 4 * MiB, "the window's end: the 4 MiB unused went");
+	cr_assert_eq(a->n.purged, 4 * MiB);
+	cr_assert_eq(hz_bits_count(c->dirty, 0, 2 * HZ_HUGE_PAGES), 2 * HZ_HUGE_PAGES, "the lowest kept");
+	cr_assert_eq(hz_bits_count(c->dirty, 2 * HZ_HUGE_PAGES, 4 * HZ_HUGE_PAGES), 0, "the highest released");
+	cr_assert_eq(a->low, 4 * MiB, "the next window begins with what is kept");
+	cr_assert_not_null(hz_chunk_alloc(c, 4 * HZ_HUGE_PAGES));
+	cr_assert_eq(c->taken_released, 2 * HZ_HUGE_PAGES, "the released pages counted taken again");
 	pthread_mutex_unlock(&a->lock);
 }
 

@@ -125,7 +125,7 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 3 * hp - 1);
 
 	struct hz_purge_result res;
-	size_t released = hz_purge_chunk(c, 0, &res);
+	size_t released = hz_purge_chunk(c, 0, SIZE_MAX, &res);
 	cr_assert_eq(released, 2 * HZ_HUGE_SIZE, "released %zu", released);
 	cr_assert_eq(res.batch.ranges, 1, "adjacent huge pages go as one range");
 	cr_assert_eq(res.batch.error, 0);
@@ -135,7 +135,7 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 		  "a huge page in use was split");
 	cr_assert_eq(keep[0], 0x77);
 	cr_assert_eq(hz_chunk_count_free(c, c->dirty), hp - 1);
-	cr_assert_eq(hz_purge_chunk(c, 0, NULL), 0, "nothing whole is left");
+	cr_assert_eq(hz_purge_chunk(c, 0, SIZE_MAX, NULL), 0, "nothing whole is left");
 
 	/* Released pages are known zero: calloc over them clears nothing. */
 	unsigned char *z = hz_chunk_alloc(c, 2 * hp);
@@ -143,7 +143,7 @@ Test(chunk, purge_releases_whole_free_huge_pages_only)
 	cr_assert_eq(hz_chunk_calloc_clear(c, z), 2 * HZ_HUGE_SIZE);
 
 	/* malloc_trim: the partial edge goes too. */
-	cr_assert_eq(hz_purge_chunk(c, 1, &res), (hp - 1) << HZ_PAGE_SHIFT);
+	cr_assert_eq(hz_purge_chunk(c, 1, SIZE_MAX, &res), (hp - 1) << HZ_PAGE_SHIFT);
 	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0, &bad));
 	cr_assert_eq(keep[0], 0x77, "a live page was released");
 	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 0);
@@ -218,7 +218,7 @@ Test(chunk, hugetlb_pool_and_fallback, .timeout = 60)
 		keep[0] = 7;
 		hz_chunk_free(c, a);
 		/* Partial pages are never released from hugetlb chunks. */
-		size_t released = hz_purge_chunk(c, 1, NULL);
+		size_t released = hz_purge_chunk(c, 1, SIZE_MAX, NULL);
 		cr_assert_eq(released, 3 * HZ_HUGE_SIZE, "released %zu", released);
 		cr_assert(all_bytes(a, 3 * HZ_HUGE_SIZE, 0, &bad));
 		cr_assert_eq(keep[0], 7);
@@ -289,7 +289,7 @@ Test(chunk, random_against_shadow)
 			cr_assert_eq(c->populated[w] & ~c->clean[w], 0, "step %d: a populated page not clean", step);
 		}
 		if (step % 997 == 0) {
-			hz_purge_chunk(c, step & 1, NULL);
+			hz_purge_chunk(c, step & 1, SIZE_MAX, NULL);
 			cr_assert_eq(c->dirty_free, hz_chunk_count_free(c, c->dirty), "after purge");
 			cr_assert_eq(c->clean_free, hz_chunk_count_free(c, c->clean), "after purge");
 		}
