@@ -1,6 +1,7 @@
 /* fork, for the whole allocator (fork.h). */
 #include "arena.h"
 #include "fork.h"
+#include "fresh.h"
 #include "huge.h"
 #include "registry.h"
 #include "work.h"
@@ -14,10 +15,12 @@ void hz_allocator_fork_prepare(void)
 		pthread_mutex_lock(&hz_arenas[i].lock);
 	hz_huge_lock();
 	hz_reg_lock();
+	hz_fresh_fork_prepare();
 }
 
 static void unlock_all(void)
 {
+	hz_fresh_fork_parent();
 	hz_reg_unlock();
 	hz_huge_unlock();
 	for (int i = HZ_ARENAS - 1; i >= 0; i--)
@@ -41,6 +44,7 @@ void hz_allocator_fork_child(void)
 	hz_claim_reset();
 	hz_claim_waits = 0;
 	hz_work_n = (struct hz_work_counts){0};
+	hz_fresh_fork_child();
 	unlock_all();
 	hz_zeroer_fork_child();
 }

@@ -331,6 +331,21 @@ int hz_fresh_map(size_t size, int *hugetlb, int *advice, void **out)
 	return 0;
 }
 
+void hz_fresh_fork_prepare(void)
+{
+	pthread_mutex_lock(&watch_lock);
+}
+
+void hz_fresh_fork_parent(void)
+{
+	pthread_mutex_unlock(&watch_lock);
+}
+
+void hz_fresh_fork_child(void)
+{
+	__atomic_store_n(&probing, 0, __ATOMIC_RELAXED);
+}
+
 void hz_fresh_stats(struct hz_fresh_stats *out)
 {
 	out->probes = __atomic_load_n(&probes, __ATOMIC_RELAXED);

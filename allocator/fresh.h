@@ -75,6 +75,12 @@ int hz_fresh_advice_now(int advice);
 /* [p, p+size) advised `advice` (HZ_ADVISED_HUGE or _SMALL), counted. */
 void hz_fresh_readvise(void *p, size_t size, int advice);
 
+/* fork (fork.h): the watch's lock; in the child, a probe that was
+ * running on another thread is over. */
+void hz_fresh_fork_prepare(void);
+void hz_fresh_fork_parent(void);
+void hz_fresh_fork_child(void);
+
 struct hz_fresh_stats {
 	uint64_t probes;                /* measurements made */
 	uint64_t samples;               /* first touches of huge pages timed */

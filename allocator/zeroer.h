@@ -1,12 +1,14 @@
 /* allocator/zeroer.h: the background zeroer's thread, at the top of the
  * allocator with fork: it runs the work (work.h) at SCHED_IDLE (nice 19
  * where that is refused), sleeps when there is none, runs the decay every
- * 250 ms while the arenas hold free memory, and ends a second after it
- * has nothing left to do. It starts at the first large free or calloc,
+ * 250 ms while the arenas hold free memory, runs fresh memory's probe
+ * when it is due (fresh.h), and ends a second after it has nothing left
+ * to do. It starts at the first large free or calloc (or allocation with
+ * the probe due),
  * from the allocator's entry (large.h) with no lock held, once the
  * library's constructor has allowed it, never once exit has begun; a
  * forked child has none until it has lived a second. When and why:
- * docs/design.md, "The background zeroer". Calls work.h, claim.h and the
+ * docs/design.md, "The background zeroer". Calls work.h, claim.h, fresh.h and the
  * OS. */
 #ifndef HZ_ZEROER_H
 #define HZ_ZEROER_H
