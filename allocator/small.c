@@ -80,6 +80,12 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 	}
 	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);
 	fn(arg, "malloc.small.mapped_bytes", t.mapped, 1);
+	/* What jemalloc's decay gave back to the kernel (MADV_DONTNEED), pages
+	 * the program faults in again if it takes them. */
+	uint64_t purged = 0;
+	size_t sz = sizeof purged;
+	hz_je_mallctl("stats.arenas." HZ_JE_ARENAS_ALL ".dirty_purged", &purged, &sz, NULL, 0);
+	fn(arg, "malloc.small.purged_bytes", purged * get_size("arenas.page"), 0);
 }
 
 void hz_small_trim(void)
