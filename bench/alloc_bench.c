@@ -6,6 +6,10 @@
  *
  *   alloc_bench loop SIZE [ROUNDS]     calloc + touch + free, one untimed
  *                                      warm-up round, then ROUNDS timed
+ *   alloc_bench clear SIZE [ROUNDS]    loop SIZE [ROUNDS], then in the same
+ *                                      process one memset 0 of a prefaulted
+ *                                      SIZE block (the clear's bandwidth,
+ *                                      to compare the loop's round with)
  *   alloc_bench fresh SIZE [BLOCKS]    calloc + touch of BLOCKS distinct
  *                                      blocks, never freed (nothing was
  *                                      freed before either)
@@ -25,7 +29,10 @@
  *   malloc_from OBJECT               the object whose malloc this program calls
  *   MODE SIZE_OR_THREADS MEDIAN_NS   loop: ns per round; fresh: ns per block;
  *                                    small: ns per malloc/free pair per thread
- *                                    (wall time of a round / pairs per thread)
+ *                                    (wall time of a round / pairs per thread);
+ *                                    clear prints the loop line
+ *   clear SIZE MEDIAN_NS             clear: ns per memset 0 of SIZE bytes
+ *                                    already faulted in (median of 9)
  *   peak_rss_kib N                   VmHWM (ru_maxrss if /proc is missing)
  * Exit status 1 and a message if an allocation fails or calloc's memory is
  * not zero. */
@@ -113,6 +120,29 @@ static double mode_loop(size_t n, int rounds)
 	double m = median(t, rounds);
 	free(t);
 	return m;
+}
+
+/* Median ns of one memset 0 of n bytes already faulted in (the block
+ * written first with another value), over 9 clears after one warm-up: the
+ * time the loop's round would take if it only cleared its block once. */
+static double mode_clear(size_t n)
+{
+	double t[9];
+	unsigned char *p = malloc(n);
+	if (!p)
+		die("malloc failed");
+	memset(p, 1, n);
+	for (int r = -1; r < 9; r++) {
+		escape(p);
+		double t0 = now_ns();
+		memset(p, 0, n);
+		escape(p);
+		if (r >= 0)
+			t[r] = now_ns() - t0;
+	}
+	check(p, n, 0);
+	free(p);
+	return median(t, 9);
 }
 
 /* Median ns of one calloc + touch of n bytes of fresh memory: blocks are
@@ -281,6 +311,7 @@ static double mode_churn(int ops)
 static int usage(void)
 {
 	fprintf(stderr, "usage: alloc_bench loop SIZE [ROUNDS]\n"
+			"       alloc_bench clear SIZE [ROUNDS]\n"
 			"       alloc_bench fresh SIZE [BLOCKS]\n"
 			"       alloc_bench small THREADS [PAIRS [ROUNDS]]\n"
 			"       alloc_bench mix\n"
@@ -303,16 +334,18 @@ int main(int argc, char **argv)
 	const char *mode = argv[1];
 	Dl_info di;
 	printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
-	if (!strcmp(mode, "loop") || !strcmp(mode, "fresh")) {
+	if (!strcmp(mode, "loop") || !strcmp(mode, "fresh") || !strcmp(mode, "clear")) {
 		size_t n = parse_size(argv[2]);
-		int fresh = mode[0] == 'f';
+		int fresh = mode[0] == 'f', clear = mode[0] == 'c';
 		int c = argc > 3 ? atoi(argv[3])
 				 : fresh ? count_for(n, (size_t)512 << 20, 5, 201)
 					 : count_for(n, (size_t)1 << 30, 7, 1001);
 		if (c < 1)
 			return usage();
 		double m = fresh ? mode_fresh(n, c) : mode_loop(n, c);
-		printf("%s %zu %.0f\n", mode, n, m);
+		printf("%s %zu %.0f\n", clear ? "loop" : mode, n, m);
+		if (clear)
+			printf("clear %zu %.0f\n", n, mode_clear(n));
 	} else if (!strcmp(mode, "small")) {
 		int threads = atoi(argv[2]);
 		long pairs = argc > 3 ? atol(argv[3]) : 200000;

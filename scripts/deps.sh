@@ -4,9 +4,11 @@
 set -eu
 pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterion-dev
       gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user
-      # real programs the preloaded library is tested under
+      # real programs the preloaded library is tested under, and the
+      # real-program suite's (hugezero suite --real; redis-tools has
+      # redis-benchmark)
       python3 python3-numpy sqlite3 redis-server redis-tools postgresql-15
-      openjdk-17-jdk-headless
+      openjdk-17-jdk-headless zstd xz-utils
       # the other allocators the benchmarks compare against, GNU time for
       # the workload suite's peak RSS
       time

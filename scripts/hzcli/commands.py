@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 
-from . import idle, plot, suite
+from . import idle, plot, real, suite
 from .merge import merge
 from .stats import compare, quantile
 from .units import size_name
@@ -227,13 +227,18 @@ def cmd_bench(args):
 # ---- suite ----
 
 def cmd_suite(args):
-    if args.reps < 1:
-        sys.exit("hugezero suite: --reps needs a positive number")
-    lib = library()
+    reps = args.reps if args.reps is not None else 3 if args.real else 5
+    if reps < 1 or args.compress_mb < 1:
+        sys.exit("hugezero suite: --reps and --compress-mb need a positive number")
+    if args.lib and not os.path.isfile(args.lib):
+        sys.exit("hugezero suite: %s: no such library" % args.lib)
+    lib = os.path.realpath(args.lib) if args.lib else library()
+    if args.real:
+        sys.exit(real.run_real(lib, reps, args.out or "hugezero-real", args.cases, args.compress_mb))
     for b in ("alloc_bench", "churn_bench"):
         if not os.access(os.path.join(os.path.dirname(lib), "bench", b), os.X_OK):
             sys.exit("hugezero suite: %s not built (scripts/build.sh build -DHZ_BENCH=ON)" % b)
-    suite.run_suite(lib, args.reps, args.out, args.cases)
+    suite.run_suite(lib, reps, args.out or "hugezero-suite", args.cases)
 
 
 # ---- idle: the background zeroer's request loop ----

@@ -7,15 +7,12 @@ one process per (case, allocator), in a new random order in every case of
 every repetition, as the suite runs. Medians over the repetitions of each
 process's median and p99 latency, CPU time (all threads') and peak RSS go
 to a table, a CSV and an SVG chart; every run to the raw CSV."""
-import csv
 import os
-import random
-import shutil
 import subprocess
-import sys
 import time
 
-from . import plot, suite
+from . import plot
+from .harness import Ctx, alternate, bench_output, fmt, median, ratio, write_csv
 
 ALLOCS = ("glibc", "jemalloc", "mimalloc", "tcmalloc", "hz-nobg", "hugezero")
 FIGURES = ("median_us", "p99_us", "cpu_s", "peak_rss_kib")
@@ -44,37 +41,21 @@ def run_one(ctx, alloc, case):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if p.returncode:
         raise RuntimeError("exit %d: %s" % (p.returncode, p.stderr.strip()[-200:]))
-    kv = {l.split()[0]: l.split()[1] for l in p.stdout.splitlines() if l.strip()}
-    want = os.path.basename(ctx.preload["hugezero" if alloc == "hz-nobg" else alloc] or "libc.so.6")
-    if os.path.basename(kv.get("malloc_from", "?")) != want:
-        raise RuntimeError("malloc from %s, not %s" % (kv.get("malloc_from"), want))
-    return {k: float(kv[k]) for k in FIGURES}
+    kv = bench_output(p.stdout, ctx, "hugezero" if alloc == "hz-nobg" else alloc)
+    return {k: float(kv[k][1]) for k in FIGURES}
 
 
 def run_idle(lib, reps, out_dir, only=None):
-    ctx = suite.Ctx(lib)
+    ctx = Ctx(lib)
     cases = [c for c in CASES if not only or any(case_name(c).startswith(o) for o in only)]
     os.makedirs(out_dir, exist_ok=True)
-    raw = []
     start = time.time()
     try:
-        for rep in range(1, reps + 1):
-            print("repetition %d/%d (%.0f s)" % (rep, reps, time.time() - start), file=sys.stderr, flush=True)
-            for c in cases:
-                order = list(ALLOCS)
-                random.shuffle(order)
-                for a in order:
-                    try:
-                        raw.append(dict(rep=rep, case=case_name(c), allocator=a, error="", **run_one(ctx, a, c)))
-                    except Exception as e:  # recorded, not fatal
-                        print("  %s under %s failed: %s" % (case_name(c), a, e), file=sys.stderr)
-                        raw.append(dict(rep=rep, case=case_name(c), allocator=a, error=str(e)[:200]))
+        runs = alternate(cases, reps, lambda c, a: run_one(ctx, a, c), case_name, ALLOCS)
     finally:
-        shutil.rmtree(ctx.tmp, ignore_errors=True)
-    with open(os.path.join(out_dir, "idle.raw.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=("rep", "case", "allocator") + FIGURES + ("error",))
-        w.writeheader()
-        w.writerows(raw)
+        ctx.close()
+    raw = [dict(rep=rep, case=case_name(c), allocator=a, error=err, **(res or {})) for rep, c, a, res, err in runs]
+    write_csv(os.path.join(out_dir, "idle.raw.csv"), ("rep", "case", "allocator") + FIGURES + ("error",), raw, "%r")
     return summarize(raw, cases, reps, time.time() - start, out_dir)
 
 
@@ -85,8 +66,8 @@ def summarize(raw, cases, reps, seconds, out_dir):
         row = {"case": name}
         for a in ALLOCS:
             for k in FIGURES:
-                row["%s_%s" % (a, k)] = suite.median([r[k] for r in raw if r["case"] == name and
-                                                      r["allocator"] == a and not r["error"]])
+                row["%s_%s" % (a, k)] = median([r[k] for r in raw if r["case"] == name and
+                                                r["allocator"] == a and not r["error"]])
             row[a] = row[a + "_median_us"]  # the chart's figure
         q = lambda a, b, k="median_us": (row["%s_%s" % (a, k)] / row["%s_%s" % (b, k)]
                                         if row["%s_%s" % (a, k)] and row["%s_%s" % (b, k)] else None)
@@ -99,16 +80,9 @@ def summarize(raw, cases, reps, seconds, out_dir):
         row["hz_rss_over_nobg_mib"] = (a - b) / 1024 if a and b else None
         rows.append(row)
     fields = list(rows[0].keys()) if rows else ["case"]
-    with open(os.path.join(out_dir, "idle.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: "" if r[k] is None else "%.4g" % r[k] if isinstance(r[k], float) else r[k]
-                        for k in fields})
+    write_csv(os.path.join(out_dir, "idle.csv"), fields, rows)
     plot.alloc([{k: ("" if v is None else v) for k, v in r.items()} for r in rows],
                os.path.join(out_dir, "idle.svg"), ALLOCS)
-    fmt = lambda v: "-" if v is None else "%.0f" % v if v >= 100 else "%.1f" % v if v >= 10 else "%.3g" % v
-    ratio = lambda v: "-" if v is None else "%.2f" % v
     print("medians of %d repetitions; %.0f s. calloc + touch latency in us (median of each run's median, "
           "then of its p99); CPU s; peak RSS MiB" % (reps, seconds))
     print("\n%-16s" % "median us" + "".join(" %9s" % a for a in ALLOCS) +

@@ -99,42 +99,107 @@ def lines(rows, xkey, ykey, series_key, series, path, title, ylabel):
         f.write("\n".join(out) + "\n")
 
 
+PALETTE = {"glibc": "#777", "jemalloc": "#c90", "mimalloc": "#36c", "tcmalloc": "#c33",
+           "hz-nobg": "#9d9", "hugezero": "#2a7"}
+
+
+def bars(out, groups, allocs, box, lim, title, slant=False):
+    """Appends to out a panel in box (x0, x1, top, bottom): a group of bars
+    per (label, {allocator: ratio}), each bar from 1 to its ratio on a log
+    scale clipped to [1/lim, lim]; the title above, the labels below (at a
+    slant for many groups)."""
+    x0, x1, top, bottom = box
+    mid = (top + bottom) / 2
+    Y = lambda v: mid - (mid - top) * max(-1, min(1, math.log(v, lim)))
+    out.append('<text x="%d" y="%d" font-size="14">%s</text>' % (x0, top - 36, title))
+    for t in (1 / lim, lim ** -0.5, 1, lim ** 0.5, lim):
+        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>' % (
+            x0, Y(t), x1, Y(t), "#333" if t == 1 else "#ddd"))
+        out.append('<text x="%d" y="%.1f" text-anchor="end">%sx</text>' % (
+            x0 - 4, Y(t) + 4, "%g" % t if t >= 1 else "1/%g" % round(1 / t, 2)))
+    gw = (x1 - x0) / max(len(groups), 1)
+    bw = gw / (len(allocs) + 1)
+    for i, (label, vals) in enumerate(groups):
+        for j, a in enumerate(allocs):
+            v = vals.get(a)
+            if not v or v <= 0:
+                continue
+            y, y1 = sorted((Y(v), Y(1)))
+            out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (
+                x0 + i * gw + j * bw, y, bw - 1, max(y1 - y, 1), PALETTE.get(a, "#000")))
+        x = x0 + i * gw + gw / 2 - bw / 2
+        if slant:
+            out.append('<text x="%.1f" y="%d" text-anchor="end" transform="rotate(-30 %.1f %d)">%s</text>'
+                       % (x, bottom + 14, x, bottom + 14, label))
+        else:
+            out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (x, bottom + 50, label))
+
+
+def legend(out, allocs, x, y):
+    for j, a in enumerate(allocs):
+        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (x, y + 14 * j, PALETTE.get(a, "#000"), a))
+
+
+def svg(path, W, H, out):
+    """Writes the elements out in an SVG of W x H, white, to path."""
+    with open(path, "w") as f:
+        f.write("\n".join(['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+                           'font-size="11"><rect width="100%%" height="100%%" fill="white"/>' % (W, H)] + out +
+                          ["</svg>"]) + "\n")
+
+
+def ratio_of(x, base):
+    try:
+        return float(x) / float(base)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+
+
 def alloc(rows, path, allocs=("glibc", "jemalloc", "mimalloc", "tcmalloc", "hugezero")):
     """Each allocator's time relative to glibc's, per case, on a log scale
     (hugezero last, in green)."""
-    palette = {"glibc": "#777", "jemalloc": "#c90", "mimalloc": "#36c", "tcmalloc": "#c33",
-               "hz-nobg": "#9d9", "hugezero": "#2a7"}
-    colors = [palette.get(a, "#000") for a in allocs]
     W, H, pad = 1000, 440, 60
     rows = [r for r in rows if r.get("glibc") not in (None, "", "fail")]
     if not rows:
         return
-    lim = 64.0
-    Y = lambda v: H / 2 - (H / 2 - pad) * max(-1, min(1, math.log(v, lim)))
-    out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-           'font-size="11"><rect width="100%%" height="100%%" fill="white"/>' % (W, H),
-           '<text x="%d" y="24" font-size="14">time relative to glibc (log scale; below the line: '
-           'faster than glibc)</text>' % pad]
-    for t in (1 / 64, 1 / 8, 1, 8, 64):
-        out.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s"/>' % (
-            pad, Y(t), W - 20, Y(t), "#333" if t == 1 else "#ddd"))
-        out.append('<text x="%d" y="%.1f" text-anchor="end">%gx</text>' % (pad - 4, Y(t) + 4, t))
-    gw = (W - pad - 20) / len(rows)
-    bw = gw / (len(allocs) + 1)
-    for i, r in enumerate(rows):
-        base = float(r["glibc"])
-        for j, a in enumerate(allocs):
-            try:
-                v = float(r[a]) / base
-            except (KeyError, ValueError, ZeroDivisionError):
-                continue
-            y, y1 = sorted((Y(v), Y(1)))
-            out.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>' % (
-                pad + i * gw + j * bw, y, bw - 1, max(y1 - y, 1), colors[j]))
-        out.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (pad + i * gw + gw / 2 - bw / 2,
-                                                                            H - 10, r["case"]))
-    for j, a in enumerate(allocs):
-        out.append('<text x="%d" y="%d" fill="%s">%s</text>' % (W - 100, 44 + 14 * j, colors[j], a))
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+    out = []
+    bars(out, [(r["case"], {a: ratio_of(r.get(a), r["glibc"]) for a in allocs}) for r in rows], allocs,
+         (pad, W - 20, pad, H - pad), 64.0,
+         "time relative to glibc (log scale; below the line: faster than glibc)")
+    legend(out, allocs, W - 100, 44)
+    svg(path, W, H, out)
+
+
+def relative(rows, path, allocs, peers):
+    """The real suite's chart, three panels of a group of bars per case
+    (log scales): each allocator's speed relative to the best of the peers
+    (its figure over the best's, or the best's over its for a lower-better
+    figure: above 1, faster than every peer), then its minor faults and its
+    peak RSS over the fewest and the least of the peers'."""
+    def over_least(key):
+        def f(r, a):
+            least = min((float(r[p + key]) for p in peers if r[p + key] not in (None, "")), default=None)
+            return ratio_of(r[a + key], least)
+        return f
+
+    def speed(r, a):
+        figures = [float(r[p]) for p in peers if r[p] not in (None, "")]
+        if not figures or r[a] in (None, ""):
+            return None
+        higher = r["better"] == "higher"
+        best = max(figures) if higher else min(figures)
+        return ratio_of(r[a], best) if higher else ratio_of(best, r[a])
+
+    panels = [("speed relative to the best of the others (log scale; above the line: faster than all of them)",
+               speed, 16.0),
+              ("minor page faults relative to the fewest of the others' (below the line: fewer)",
+               over_least("_faults"), 64.0),
+              ("peak RSS relative to the least of the others' (below the line: less)", over_least("_rss_kib"), 4.0)]
+    W, ph, pad = max(1000, 80 + 64 * len(rows)), 420, 70
+    out = []
+    for k, (title, f, lim) in enumerate(panels):
+        top = pad + k * ph
+        bars(out, [(r["case"], {a: f(r, a) for a in allocs}) for r in rows], allocs,
+             (pad, W - 120, top, top + ph - 150), lim, title, slant=True)
+    legend(out, allocs, W - 100, pad)
+    svg(path, W, pad + len(panels) * ph, out)

@@ -10,51 +10,15 @@ us per operation), a real program's wall time, or a server's time per
 request (1 / requests per second). Peak RSS is the process's (the
 server's, for redis and PostgreSQL). Each case checks that its allocator
 served it: the benchmarks print whose malloc they call."""
-import csv
 import os
-import random
 import re
-import shutil
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 from . import plot
-
-ALLOCS = ("glibc", "jemalloc", "mimalloc", "tcmalloc", "hugezero")
-SONAMES = {"jemalloc": "libjemalloc.so.2", "mimalloc": "libmimalloc.so.2",
-           "tcmalloc": "libtcmalloc_minimal.so.4"}
-
-
-def multiarch_libdir():
-    try:
-        arch = subprocess.run(["gcc", "-print-multiarch"], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        arch = ""
-    return "/usr/lib/" + (arch or os.uname().machine + "-linux-gnu")
-
-
-class Ctx:
-    """What the cases share: the preloads, the benchmarks' directory, a
-    scratch directory."""
-
-    def __init__(self, lib):
-        libdir = multiarch_libdir()
-        self.preload = {"glibc": None, "hugezero": lib}
-        for a, so in SONAMES.items():
-            self.preload[a] = os.path.join(libdir, so)
-        self.bench = os.path.join(os.path.dirname(lib), "bench")
-        self.tmp = tempfile.mkdtemp(prefix="hz-suite-")
-        os.chmod(self.tmp, 0o755)  # the postgres user works below it
-
-    def env(self, alloc):
-        env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("HUGEZERO_")}
-        env.pop("MALLOC_CONF", None)
-        if self.preload[alloc]:
-            env["LD_PRELOAD"] = self.preload[alloc]
-        return env
+from .harness import (ALLOCS, Ctx, alternate, bench_output, fmt, initdb, median, peak_rss_of, pg_dir,
+                      postgres_server, ratio, redis_server, run_program, sort_input, write_csv)
 
 
 def run_timed(cmd, env):
@@ -71,53 +35,23 @@ def bench_case(prog, mode, arg):
     'peak_rss_kib'."""
     def run(ctx, alloc):
         _, out = run_timed([os.path.join(ctx.bench, prog), mode, arg], ctx.env(alloc))
-        kv = {l.split()[0]: l.split() for l in out.splitlines() if l.strip()}
-        want = os.path.basename(ctx.preload[alloc]) if ctx.preload[alloc] else "libc.so.6"
-        if os.path.basename(kv.get("malloc_from", ["", "?"])[1]) != want:
-            raise RuntimeError("malloc from %s, not %s" % (kv.get("malloc_from"), want))
+        kv = bench_output(out, ctx, alloc)
         return float(kv[mode][-1]), int(kv["peak_rss_kib"][1])
     return run
 
 
-def peak_rss_of(pid):
-    """The largest VmHWM of pid and its descendants (a server's workers),
-    KiB."""
-    try:
-        with open("/proc/%d/status" % pid) as f:
-            own = next((int(l.split()[1]) for l in f if l.startswith("VmHWM:")), 0)
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            kids = [int(k) for k in f.read().split()]
-    except OSError:
-        return 0
-    return max([own] + [peak_rss_of(k) for k in kids])
-
-
 def program_case(argv, stdin_path=None):
     """A real program's wall time (s), and its peak RSS as GNU time reports
-    it (a process of its own from fork to exit: the rusage of a child
-    forked from this one would count this one's pages)."""
+    it."""
     def run(ctx, alloc):
-        rss_file = os.path.join(ctx.tmp, "rss")
-        stdin = open(stdin_path(ctx)) if stdin_path else subprocess.DEVNULL
+        stdin = open(stdin_path(ctx)) if stdin_path else None
         try:
-            t0 = time.perf_counter()
-            p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", rss_file] + argv, env=ctx.env(alloc),
-                               stdin=stdin, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-            wall = time.perf_counter() - t0
+            wall, _, rss, _ = run_program(argv, ctx.env(alloc), stdin=stdin, stdout=subprocess.DEVNULL)
         finally:
-            if stdin_path:
+            if stdin:
                 stdin.close()
-        if p.returncode:
-            raise RuntimeError("%s: exit %d: %s" % (argv[0], p.returncode, p.stderr[-300:]))
-        with open(rss_file) as f:
-            return wall, int(f.read().split()[-1])
+        return wall, rss
     return run
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def redis_case(size, op):
@@ -127,16 +61,7 @@ def redis_case(size, op):
     n = {100: 200000, 4096: 100000, 50000: 20000}[size]
 
     def run(ctx, alloc):
-        port = free_port()
-        srv = subprocess.Popen(["redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
-                                "--bind", "127.0.0.1"], env=ctx.env(alloc),
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        try:
-            for _ in range(200):
-                if subprocess.run(["redis-cli", "-p", str(port), "ping"], capture_output=True,
-                                  text=True).stdout.strip() == "PONG":
-                    break
-                time.sleep(0.05)
+        with redis_server(ctx, alloc) as (srv, port, _):
             out = subprocess.run(["redis-benchmark", "-p", str(port), "-q", "--csv", "-t", op.lower(),
                                   "-d", str(size), "-n", str(n), "-r", "100000"],
                                  capture_output=True, text=True, timeout=300).stdout
@@ -145,9 +70,6 @@ def redis_case(size, op):
                 raise RuntimeError("redis-benchmark: %s" % out[-300:])
             rss = peak_rss_of(srv.pid)
             return 1e6 / float(m.group(1)), rss
-        finally:
-            srv.terminate()
-            srv.wait()
     return run
 
 
@@ -155,51 +77,17 @@ def pgbench_case(ctx, alloc):
     """PostgreSQL under the allocator (as the postgres user, which may need
     a copy of the library), pgbench's TPC-B-like load, 4 clients for 5 s:
     ms per transaction; the largest peak RSS of its processes."""
-    pg_bin = sorted(d for d in (os.path.join("/usr/lib/postgresql", v, "bin")
-                                for v in os.listdir("/usr/lib/postgresql")) if os.path.isdir(d))[-1]
-    d = tempfile.mkdtemp(dir=ctx.tmp)
-    as_pg = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-    if as_pg:
-        shutil.chown(d, "postgres")
-    env = ctx.env(alloc)
-    if env.get("LD_PRELOAD"):
-        copy = os.path.join(d, os.path.basename(env["LD_PRELOAD"]))
-        shutil.copy(env["LD_PRELOAD"], copy)
-        env["LD_PRELOAD"] = copy
-    subprocess.run(as_pg + [pg_bin + "/initdb", "-D", d + "/data", "-A", "trust", "-U", "postgres"],
-                   check=True, capture_output=True)
-    port = str(free_port())
-    srv = subprocess.Popen(as_pg + ["env"] + ["%s=%s" % kv for kv in env.items() if kv[0] == "LD_PRELOAD"] +
-                           [pg_bin + "/postgres", "-D", d + "/data", "-k", d, "-p", port,
-                            "-c", "listen_addresses=", "-c", "fsync=off", "-c", "shared_buffers=128MB"],
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        pg = as_pg + [pg_bin + "/pgbench", "-h", d, "-p", port, "-U", "postgres"]
-        for _ in range(100):
-            if subprocess.run(as_pg + [pg_bin + "/pg_isready", "-h", d, "-p", port],
-                              capture_output=True).returncode == 0:
-                break
-            time.sleep(0.1)
-        subprocess.run(pg + ["-i", "-s", "5", "-q", "postgres"], check=True, capture_output=True)
-        bench = subprocess.Popen(pg + ["-c", "4", "-j", "2", "-T", "5", "postgres"],
+    d = pg_dir(ctx)
+    initdb(d + "/data")
+    with postgres_server(ctx, alloc, d + "/data") as pg:
+        subprocess.run(pg.client("pgbench") + ["-i", "-s", "5", "-q", "postgres"], check=True, capture_output=True)
+        bench = subprocess.Popen(pg.client("pgbench") + ["-c", "4", "-j", "2", "-T", "5", "postgres"],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         time.sleep(4.5)  # the backends' peak, while they run
-        rss = peak_rss_of(srv.pid)
+        rss = peak_rss_of(pg.pid)
         out = bench.communicate()[0]
         tps = float(re.search(r"tps = ([0-9.]+)", out).group(1))
         return 1e3 / tps, rss
-    finally:
-        srv.terminate()
-        srv.wait()
-
-
-def sort_input(ctx):
-    path = os.path.join(ctx.tmp, "numbers")
-    if not os.path.exists(path):
-        rng = random.Random(1)
-        with open(path, "w") as f:
-            f.write("".join("%d\n" % rng.randrange(10 ** 9) for _ in range(2000000)))
-    return path
 
 
 SQL = ("create table t(id integer primary key, k integer, v blob);"
@@ -240,41 +128,21 @@ CASES = [
 ]
 
 
-def median(v):
-    v = sorted(v)
-    n = len(v)
-    return None if not n else v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
-
-
 def run_suite(lib, reps, out_dir, only=None):
     ctx = Ctx(lib)
-    missing = [a for a, p in ctx.preload.items() if p and not os.path.isfile(p)]
+    missing = ctx.missing()
     if missing:
         sys.exit("hugezero suite: not installed: %s (scripts/deps.sh installs them)" % ", ".join(missing))
     cases = [c for c in CASES if not only or any(c[0].startswith(o) for o in only)]
     os.makedirs(out_dir, exist_ok=True)
-    raw_path = os.path.join(out_dir, "suite.raw.csv")
-    raw = []
     start = time.time()
     try:
-        for rep in range(1, reps + 1):
-            print("repetition %d/%d (%.0f s)" % (rep, reps, time.time() - start), file=sys.stderr, flush=True)
-            for name, unit, fn in cases:
-                order = list(ALLOCS)
-                random.shuffle(order)
-                for a in order:
-                    try:
-                        value, rss = fn(ctx, a)
-                        raw.append((rep, name, unit, a, value, rss, ""))
-                    except Exception as e:  # a failed run is recorded, not fatal
-                        print("  %s under %s failed: %s" % (name, a, e), file=sys.stderr)
-                        raw.append((rep, name, unit, a, "", "", str(e)[:200]))
+        runs = alternate(cases, reps, lambda c, a: c[2](ctx, a))
     finally:
-        shutil.rmtree(ctx.tmp, ignore_errors=True)
-    with open(raw_path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(("rep", "case", "unit", "allocator", "value", "peak_rss_kib", "error"))
-        w.writerows(raw)
+        ctx.close()
+    raw = [(rep, c[0], c[1], a) + (res if res else ("", "")) + (err,) for rep, c, a, res, err in runs]
+    write_csv(os.path.join(out_dir, "suite.raw.csv"),
+              ("rep", "case", "unit", "allocator", "value", "peak_rss_kib", "error"), raw, "%r")
     return summarize(raw, cases, reps, time.time() - start, out_dir)
 
 
@@ -302,16 +170,9 @@ def summarize(raw, cases, reps, seconds, out_dir):
     fields = (["case", "unit"] + list(ALLOCS) + ["fastest_other", "hugezero_over_fastest", "hugezero_over_glibc",
               "hugezero_over_jemalloc"] + [a + "_rss_kib" for a in ALLOCS] + ["rss_over_median"] +
               [a + "_failed" for a in ALLOCS])
-    with open(os.path.join(out_dir, "suite.csv"), "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields)
-        w.writeheader()
-        for r in rows:
-            w.writerow({k: ("" if r[k] is None else "%.4g" % r[k] if isinstance(r[k], float) else r[k])
-                        for k in fields})
+    write_csv(os.path.join(out_dir, "suite.csv"), fields, rows)
     plot.alloc([{k: ("" if v is None else v) for k, v in r.items()} for r in rows],
                os.path.join(out_dir, "suite.svg"))
-    fmt = lambda v: "-" if v is None else "%.0f" % v if v >= 100 else "%.1f" % v if v >= 10 else "%.3g" % v
-    ratio = lambda v: "-" if v is None else "%.2f" % v
     print("medians of %d repetitions, allocators in random order each time; %.0f s" % (reps, seconds))
     print("times (lower is better); hz/x: hugezero's time over x's; RSS: peak, MiB\n")
     print("%-17s %-6s" % ("case", "unit") + "".join(" %9s" % a for a in ALLOCS) +
