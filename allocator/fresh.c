@@ -148,36 +148,47 @@ void hz_fresh_sample(uint64_t ns)
 
 /* ---- density: how much of a fresh block the program touches ---- */
 
-/* One block watched at a time: handed out all fresh on small pages (its
- * range advised so where its mapping asked for huge ones), its resident
- * pages counted at its free, or at a large allocation WATCH_NS after it
- * was handed out, whichever comes first; then its advice restored. After
- * the first, one at most every WATCH_EVERY_NS. */
+/* One block watched at a time: handed out all fresh, a slice of it on
+ * small pages (its range advised so where its mapping asked for huge
+ * ones: WATCH_SLICE in the block's middle, aligned to huge pages, the rest
+ * of a large block keeps its huge pages), its resident pages counted at
+ * the block's free, or at a large allocation WATCH_NS after it was handed
+ * out, whichever comes first; then its advice restored. A new one as soon
+ * as the last is read until RECENT were, then one a WATCH_EVERY_NS. */
 #define WATCH_NS ((uint64_t)10 * 1000000u)
 #define WATCH_EVERY_NS ((uint64_t)1000000000u)
-#define WATCH_MAX_PAGES ((size_t)16384) /* 64 MiB counted at most */
+#define WATCH_SLICE (2 * HZ_HUGE_SIZE)
 static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
-static unsigned char *watched; /* the block, or NULL */
-static size_t watched_pages;
+static unsigned char *watched;  /* the block, or NULL */
+static unsigned char *slice;    /* the part of it counted */
+static size_t slice_pages;
 static uint64_t watched_at, watch_ended;
-static int watch_readvise; /* its range was advised small for the watch */
+static int watch_readvise; /* the slice was advised small for the watch */
 static uint64_t watches;
 
 int hz_fresh_watch(void *p, size_t size, int advice)
 {
 	uint64_t now = hz_os_now_ns();
 	if (!hz_fresh_sampling() || __atomic_load_n(&watched, __ATOMIC_RELAXED) ||
-	    (__atomic_load_n(&dense_next, __ATOMIC_RELAXED) &&
+	    (__atomic_load_n(&dense_next, __ATOMIC_RELAXED) >= RECENT &&
 	     now - __atomic_load_n(&watch_ended, __ATOMIC_RELAXED) < WATCH_EVERY_NS) ||
 	    pthread_mutex_trylock(&watch_lock))
 		return 0;
 	int took = !watched;
 	if (took) {
-		watched_pages = size >> HZ_PAGE_SHIFT < WATCH_MAX_PAGES ? size >> HZ_PAGE_SHIFT : WATCH_MAX_PAGES;
+		unsigned char *b = p;
+		size_t len = size;
+		if (size >= 2 * WATCH_SLICE) {
+			b = (unsigned char *)hz_round_up((uintptr_t)p + size / 2 - WATCH_SLICE / 2, HZ_HUGE_SIZE);
+			len = WATCH_SLICE;
+			took = 2;
+		}
+		slice = b;
+		slice_pages = len >> HZ_PAGE_SHIFT;
 		watched_at = now;
 		watch_readvise = advice == HZ_ADVISED_HUGE;
 		if (watch_readvise)
-			hz_os_nohugepage(p, watched_pages << HZ_PAGE_SHIFT);
+			hz_os_nohugepage(b, len);
 		__atomic_store_n(&watched, (unsigned char *)p, __ATOMIC_RELEASE);
 		watches++;
 	}
@@ -193,11 +204,11 @@ static void end_watch(const void *p)
 	uint64_t now = hz_os_now_ns();
 	size_t resident;
 	if (watched && (p ? watched == p : now - watched_at >= WATCH_NS)) {
-		if (!hz_os_count_resident(watched, watched_pages, &resident))
-			push(dense, &dense_next, resident * 1024 / watched_pages);
+		if (!hz_os_count_resident(slice, slice_pages, &resident))
+			push(dense, &dense_next, resident * 1024 / slice_pages);
 		decide_now();
 		if (watch_readvise && __atomic_load_n(&huge, __ATOMIC_RELAXED))
-			advise_huge(watched, watched_pages << HZ_PAGE_SHIFT);
+			advise_huge(slice, slice_pages << HZ_PAGE_SHIFT);
 		__atomic_store_n(&watched, NULL, __ATOMIC_RELAXED);
 		__atomic_store_n(&watch_ended, now, __ATOMIC_RELAXED);
 	}
@@ -264,17 +275,17 @@ int hz_fresh_decide(void)
 	return __atomic_load_n(&huge, __ATOMIC_RELAXED);
 }
 
-int hz_fresh_probe_due(void)
+int hz_fresh_probe_due(int again)
 {
 	uint64_t last = __atomic_load_n(&probed_at, __ATOMIC_RELAXED);
 	return mode == HZ_FRESH_AUTO && hz_thp && __atomic_load_n(&dense_next, __ATOMIC_RELAXED) &&
-	       (!last || hz_os_now_ns() - last >= HZ_FRESH_REPROBE_NS);
+	       (last ? hz_os_now_ns() - last >= HZ_FRESH_REPROBE_NS : !again);
 }
 
-void hz_fresh_probe_if_due(void)
+void hz_fresh_probe_if_due(int again)
 {
-	if (hz_fresh_probe_due() && !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
-		if (hz_fresh_probe_due()) /* not done meanwhile */
+	if (hz_fresh_probe_due(again) && !__atomic_exchange_n(&probing, 1, __ATOMIC_ACQUIRE)) {
+		if (hz_fresh_probe_due(again)) /* not done meanwhile */
 			hz_fresh_probe();
 		__atomic_store_n(&probing, 0, __ATOMIC_RELEASE);
 	}

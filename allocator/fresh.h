@@ -41,12 +41,14 @@ void hz_fresh_advise_moved(void *p, size_t size);
  * large allocation, no lock held (a watched block read when due). */
 int hz_fresh_decide(void);
 /* Whether a probe is due: a watched block has been read and the last
- * probe is HZ_FRESH_REPROBE_NS old, or there was none. Whoever runs it
- * calls hz_fresh_probe_if_due, no lock held (it may take milliseconds):
- * a program's thread about to map fresh memory for a block (the mapping
- * is what the probe decides), else the zeroer's thread. */
-int hz_fresh_probe_due(void);
-void hz_fresh_probe_if_due(void);
+ * probe is HZ_FRESH_REPROBE_NS old, or (again 0) there was none. Whoever
+ * runs it calls hz_fresh_probe_if_due, no lock held (it may take
+ * milliseconds): a program's thread about to map fresh memory for a
+ * block (the mapping is what the probe decides; the first probe waits for
+ * one, so a program that recycles its blocks never pays for it), else,
+ * again, the zeroer's thread. */
+int hz_fresh_probe_due(int again);
+void hz_fresh_probe_if_due(int again);
 /* Measures now (HUGEZERO_VERBOSE, hugezero info); 1 when huge pages won. */
 int hz_fresh_probe(void);
 
@@ -60,9 +62,10 @@ int hz_fresh_sampling(void);
 void hz_fresh_sample(uint64_t ns);
 /* A block of size bytes at p just handed out, all of it fresh, whose
  * memory was advised `advice`: watched, when no other block is, to learn
- * how much of it the program touches (its range advised small pages for
- * the while where it asked for huge ones): 1, or 0 when not watched. No
- * lock held. */
+ * how much of it the program touches (a slice of 4 MiB at most advised
+ * small pages for the while where it asked for huge ones): 1 when all of
+ * it is watched, 2 a slice in its middle (its first huge page as it was),
+ * 0 when not watched. No lock held. */
 int hz_fresh_watch(void *p, size_t size, int advice);
 /* Before the block at p is freed (no lock held): read, if it was the one
  * watched. */

@@ -51,13 +51,25 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
 	if (size <= HZ_LARGE_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
 		mapped = usable;
-	struct hz_arena *a = hz_arena_of_thread();
-	pthread_mutex_lock(&a->lock);
-	struct hz_huge *h = cache_take(a, usable, mapped);
+	/* The thread's arena's cache, then the others': a block another
+	 * thread freed is in memory, a new mapping faults in. */
+	struct hz_arena *home = hz_arena_of_thread(), *a = home;
+	struct hz_huge *h = NULL;
 	size_t kz = 0;
+	for (unsigned i = 0; !h && i < HZ_ARENAS; i++) {
+		if (i)
+			pthread_mutex_unlock(&a->lock);
+		a = &hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS];
+		pthread_mutex_lock(&a->lock);
+		h = cache_take(a, usable, mapped);
+	}
 	if (h) {
 		kz = known_zero(h);
-		a->cleared.paid += kz; /* what the zeroer cleared of it */
+		/* What the zeroer cleared of it: paid for by a calloc only. */
+		if (zero)
+			a->cleared.paid += h->dirty ? h->cleared : 0;
+		else
+			a->cleared.wasted += h->dirty ? h->cleared : 0;
 		hand_out(a, h, usable, zero, kz, 0);
 	}
 	pthread_mutex_unlock(&a->lock);
@@ -76,7 +88,8 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 		h->shared = 0;
 		return h->base;
 	}
-	hz_fresh_probe_if_due(); /* the new mapping is what it decides */
+	hz_fresh_probe_if_due(0); /* the new mapping is what it decides */
+	a = home;
 	if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
 		return NULL;
 	*refill = 1;

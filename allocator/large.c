@@ -66,7 +66,7 @@ void *hz_large_alloc(size_t size, int zero)
 		/* A measurement when due, by the zeroer's thread, off the
 		 * program's (which measures only before it maps fresh memory:
 		 * run.h, huge_cache.h). */
-		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due());
+		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
 	if (size && size <= HZ_LARGE_MAX && !hz_huge_fitted)
 		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero, &refill);

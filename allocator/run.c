@@ -4,12 +4,16 @@
 #include "fresh.h"
 #include "run.h"
 
+/* Where alloc_in looks: pages in memory only; any free pages; any, a new
+ * chunk mapped when none has room. */
+enum where { IN_MEMORY, ANY, GROW };
+
 /* A run of npages in a's chunks, first fit (lock held); NULL when none.
  * Away from the zeroer's piece where another run in memory fits: then no
- * thread waits for it (claim.h). */
-static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp)
+ * thread waits for it (claim.h); with w IN_MEMORY, only such a run. */
+static void *fit(struct hz_arena *a, size_t npages, enum where w, struct hz_chunk **cp)
 {
-	for (int avoid = 1; avoid >= 0; avoid--)
+	for (int avoid = 1; avoid >= (w == IN_MEMORY); avoid--)
 		for (unsigned i = 0; i < a->nchunks; i++) {
 			void *p;
 			struct hz_chunk *c = a->chunks[i];
@@ -21,19 +25,18 @@ static void *fit(struct hz_arena *a, size_t npages, struct hz_chunk **cp)
 	return NULL;
 }
 
-/* A run of npages in a, a new chunk mapped when none has room and grow
- * is set; NULL when none. */
-static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int *refill)
+/* A run of npages in a, looked for as w says; NULL when none. */
+static void *alloc_in(struct hz_arena *a, size_t npages, int zero, enum where w, int *refill)
 {
 	struct hz_chunk *c = NULL;
 	pthread_mutex_lock(&a->lock);
-	void *p = fit(a, npages, &c);
-	if (!p && grow) {
+	void *p = fit(a, npages, w, &c);
+	if (!p && w == GROW) {
 		pthread_mutex_unlock(&a->lock);
-		hz_fresh_probe_if_due(); /* the new chunk is what it decides */
+		hz_fresh_probe_if_due(0); /* the new chunk is what it decides */
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
-		p = fit(a, npages, &c); /* another thread may have taken or added room */
+		p = fit(a, npages, ANY, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
 	int readvise = 0, sample = 0, all_fresh = 0, advice = 0;
@@ -70,9 +73,15 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 						 ? (c->taken_released + HZ_HUGE_PAGES - 1) / HZ_HUGE_PAGES
 						 : c->taken_released;
 		}
-		/* The zeroer's work taken: populated, and cleared. */
+		/* The zeroer's work taken: populated (no fault either way),
+		 * and cleared, which pays for a calloc only: a malloc's
+		 * program writes the block itself (a JVM zeroes its buffers). */
 		a->populated.paid += c->taken_populated << HZ_PAGE_SHIFT;
-		a->cleared.paid += (c->taken_clean - c->taken_populated) << HZ_PAGE_SHIFT;
+		size_t cleared = (c->taken_clean - c->taken_populated) << HZ_PAGE_SHIFT;
+		if (zero)
+			a->cleared.paid += cleared;
+		else
+			a->cleared.wasted += cleared;
 		hz_arena_collide(a, c, i, i + npages, NULL);
 		if (zero) {
 			hz_chunk_zero_plan(c, p, &plan);
@@ -86,7 +95,7 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 	pthread_mutex_unlock(&a->lock);
 	if (readvise) /* outside the lock: the kernel's mapping lock may wait */
 		hz_fresh_readvise(c->base, HZ_CHUNK_SIZE, readvise);
-	if (all_fresh && hz_fresh_watch(p, npages << HZ_PAGE_SHIFT, advice))
+	if (all_fresh && hz_fresh_watch(p, npages << HZ_PAGE_SHIFT, advice) == 1)
 		sample = 0; /* its pages are small for the while */
 	if (sample) {
 		uint64_t t0 = hz_os_now_ns();
@@ -98,13 +107,27 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, int grow, int
 	return p;
 }
 
+/* The arena i steps after home. */
+static struct hz_arena *next_arena(const struct hz_arena *home, unsigned i)
+{
+	return &hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS];
+}
+
 void *hz_run_alloc(size_t npages, int zero, int *refill)
 {
 	struct hz_arena *home = hz_arena_of_thread();
-	void *p = alloc_in(home, npages, zero, 1, refill);
+	void *p = alloc_in(home, npages, zero, IN_MEMORY, refill);
+	/* Memory another thread's arena holds free in memory before pages
+	 * that fault in: a page given back and taken again is a fault, a
+	 * lock taken is not (a JVM's buffers freed by its cleaner thread, a
+	 * server's blocks freed by another worker). */
+	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
+		p = alloc_in(next_arena(home, i), npages, zero, IN_MEMORY, refill);
+	if (!p)
+		p = alloc_in(home, npages, zero, GROW, refill);
 	/* No chunk could be mapped: room in the other arenas' chunks. */
 	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(&hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS], npages, zero, 0, refill);
+		p = alloc_in(next_arena(home, i), npages, zero, ANY, refill);
 	return p;
 }
 

@@ -63,7 +63,7 @@ static void *zeroer_main(void *arg)
 	uint64_t cpu_base = hz_os_thread_cpu_ns(); /* this thread's clock */
 	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0;
 	for (;;) {
-		hz_fresh_probe_if_due(); /* fresh memory's measurement, off the program's threads */
+		hz_fresh_probe_if_due(1); /* fresh memory's measurement again, off the program's threads */
 		int worked = __atomic_load_n(&thread.stop, __ATOMIC_RELAXED) ? 0 : hz_work_once();
 		uint64_t cpu = hz_os_thread_cpu_ns();
 		add(&n.cpu_ns, cpu - cpu_base);

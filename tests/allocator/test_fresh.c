@@ -178,7 +178,7 @@ static int auto_measures_when_it_matters(void)
 	hz_os_init();
 	hz_fresh_setup(1, HZ_FRESH_AUTO);
 	struct hz_fresh_stats s;
-	if (hz_fresh_decide() || hz_fresh_probe_due())
+	if (hz_fresh_decide() || hz_fresh_probe_due(0))
 		return 1;
 	hz_fresh_stats(&s);
 	if (s.probes || s.huge)
@@ -186,13 +186,13 @@ static int auto_measures_when_it_matters(void)
 	int r = watch_block(1024, 1024);
 	if (r)
 		return r;
-	if (!hz_fresh_probe_due())
-		return 3;
-	hz_fresh_probe_if_due();
+	if (!hz_fresh_probe_due(0) || hz_fresh_probe_due(1))
+		return 3; /* the first probe is due, and not as a probe again */
+	hz_fresh_probe_if_due(0);
 	hz_fresh_stats(&s);
-	if (s.probes != 1 || !s.small_ns || hz_fresh_probe_due())
+	if (s.probes != 1 || !s.small_ns || hz_fresh_probe_due(0))
 		return 4;
-	hz_fresh_probe_if_due();
+	hz_fresh_probe_if_due(0);
 	hz_fresh_stats(&s);
 	if (s.probes != 1)
 		return 5;
@@ -216,7 +216,7 @@ static int auto_follows_samples(void)
 	int r = watch_block(1024, 1024);
 	if (r)
 		return r;
-	hz_fresh_probe_if_due(); /* the small pages' figure */
+	hz_fresh_probe_if_due(0); /* the small pages' figure */
 	struct hz_fresh_stats s;
 	hz_fresh_stats(&s);
 	if (!s.small_ns)
@@ -269,7 +269,7 @@ static int sparse_stays_small(void)
 	int r = watch_block(1024, 4);
 	if (r)
 		return r;
-	hz_fresh_probe_if_due();
+	hz_fresh_probe_if_due(0);
 	for (int i = 0; i < 5; i++)
 		hz_fresh_sample(100000); /* 100 us: a quick clear of 2 MiB */
 	struct hz_fresh_stats s;
