@@ -10,6 +10,7 @@
 #include "zeroer.h"
 
 size_t hz_large_max = HZ_HUGE_MAX;
+int hz_large_pressed;
 static uint64_t pressure_checks, pressure_releases, pressure_bytes, limit_read_at;
 static size_t limit_fitted; /* the cgroup limit the budget and reserve were fitted to */
 
@@ -49,6 +50,7 @@ static HZ_NOINLINE void relieve(size_t size)
 		return;
 	__atomic_fetch_add(&pressure_releases, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&pressure_bytes, hz_large_trim(), __ATOMIC_RELAXED);
+	__atomic_store_n(&hz_large_pressed, 1, __ATOMIC_RELAXED);
 }
 
 void *hz_large_alloc(size_t size, int zero)

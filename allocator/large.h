@@ -44,6 +44,11 @@ extern size_t hz_large_max;
  * of its own size (hz_huge_fitted), and the arenas keep at most 16 MiB
  * free, no reserve. */
 
+/* Set when the arenas gave their free memory back near a memory cgroup's
+ * limit: whoever holds other free memory (the small engine) gives it
+ * back too, and clears it. */
+extern int hz_large_pressed;
+
 /* A block of at least size bytes (0 < size <= hz_large_max),
  * page-aligned; with zero set its bytes read as zero, cleared only where
  * pages were dirty (a recycled huge block is cleared whole, hinted at its

@@ -83,6 +83,11 @@ static void *alloc_on(size_t size, int zero)
 		hz_callsite(size);
 	void *p = zero && hz_unlikely(hz_ab_on) && size >= hz_ab_min ? hz_ab_calloc(size, hz_large_alloc)
 								       : hz_large_alloc(size, zero);
+	if (hz_unlikely(__atomic_load_n(&hz_large_pressed, __ATOMIC_RELAXED))) {
+		/* Near a memory cgroup's limit: jemalloc's free pages go back too. */
+		__atomic_store_n(&hz_large_pressed, 0, __ATOMIC_RELAXED);
+		hz_small_trim();
+	}
 	return p ? p : large_failed(size, zero, 0);
 }
 
