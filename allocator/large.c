@@ -30,10 +30,16 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 
 /* In a memory cgroup: when its usage and size bytes more would come
  * within a sixteenth of its limit, the arenas' free memory goes back
- * before the block is taken (a block may take fresh pages). The limit is
- * read again once a second: it may be changed at run time. */
+ * before the block is taken (a block may take fresh pages), and the small
+ * engine is told to give its own back (hz_large_pressed). The limit is
+ * read again once a second: it may be changed at run time. The usage is
+ * read at every large allocation while the arenas hold free memory, and
+ * at most once in SMALL_CHECK_NS otherwise (only the small engine's free
+ * pages, which it cannot count cheaply, could then be given back). */
+#define SMALL_CHECK_NS ((uint64_t)1000000u)
 static HZ_NOINLINE void relieve(size_t size)
 {
+	static uint64_t checked_at;
 	uint64_t now = hz_os_now_ns();
 	if (now - __atomic_load_n(&limit_read_at, __ATOMIC_RELAXED) >= 1000000000u) {
 		__atomic_store_n(&limit_read_at, now, __ATOMIC_RELAXED);
@@ -42,8 +48,13 @@ static HZ_NOINLINE void relieve(size_t size)
 			limit_fitted = hz_budget_fit();
 	}
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
-	if (limit == HZ_LIMIT_NONE || !hz_arenas_free_bytes())
+	if (limit == HZ_LIMIT_NONE)
 		return;
+	if (!hz_arenas_free_bytes()) {
+		if (now - __atomic_load_n(&checked_at, __ATOMIC_RELAXED) < SMALL_CHECK_NS)
+			return;
+		__atomic_store_n(&checked_at, now, __ATOMIC_RELAXED);
+	}
 	size_t usage = hz_limits_usage();
 	__atomic_fetch_add(&pressure_checks, 1, __ATOMIC_RELAXED);
 	if (usage == HZ_LIMIT_NONE || usage + size + limit / 16 <= limit)
