@@ -55,8 +55,9 @@ static void *take(struct hz_chunk *c, size_t i, size_t npages)
 	return c->base + (i << HZ_PAGE_SHIFT);
 }
 
-void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy)
+void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid)
 {
+	int avoid_busy = avoid != HZ_FIT_ANY;
 	if (npages == 0 || npages > c->free_pages)
 		return NULL;
 	size_t blo = c->busy_lo, bhi = c->busy_hi;
@@ -69,7 +70,8 @@ void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy)
 		/* Avoiding, only pages in memory: waiting for the zeroer's step
 		 * costs less than faulting fresh pages in. */
 		if (j >= at && j - at >= npages &&
-		    (!avoid_busy || hz_bits_count(c->dirty, at, at + npages) + hz_bits_count(c->clean, at, at + npages) == npages))
+		    (avoid != HZ_FIT_IN_MEMORY ||
+		     hz_bits_count(c->dirty, at, at + npages) + hz_bits_count(c->clean, at, at + npages) == npages))
 			return take(c, at, npages);
 		i = hz_bits_find(c->used, j, HZ_CHUNK_PAGES, 0);
 	}
@@ -78,7 +80,7 @@ void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid_busy)
 
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
 {
-	return hz_chunk_alloc_avoiding(c, npages, 0);
+	return hz_chunk_alloc_avoiding(c, npages, HZ_FIT_ANY);
 }
 
 size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p)

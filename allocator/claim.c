@@ -25,6 +25,7 @@ void hz_claim_set(struct hz_arena *a, struct hz_chunk *c, size_t lo, size_t hi, 
 	hz_claim.taken = 0;
 	hz_claim.checked = 0;
 	hz_claim.extent = c ? c->dirty_free << HZ_PAGE_SHIFT : h->mapped;
+	__atomic_store_n(&hz_claim.step_at, hz_os_now_ns(), __ATOMIC_RELAXED);
 	if (c)
 		hz_chunk_set_busy(c, lo, hi);
 	__atomic_store_n(&hz_claim.a, a, __ATOMIC_RELAXED);

@@ -31,6 +31,7 @@ struct hz_claim {
 	int populate;            /* MADV_POPULATE_WRITE, which changes no byte */
 	int taken;               /* handed out or unmapped meanwhile: not to be published */
 	int checked;             /* after a fork: alone says which pages are this process's only */
+	uint64_t step_at;        /* when the zeroer began its current step (read without the lock) */
 	uint64_t alone[8];
 };
 extern struct hz_claim hz_claim;
@@ -69,6 +70,17 @@ int hz_claim_collide(const struct hz_arena *a, const struct hz_chunk *c, size_t 
 int hz_claim_busy(const struct hz_arena *a);
 /* Whether the cached block h of a is claimed: not to be unmapped. */
 int hz_claim_holds(const struct hz_arena *a, const struct hz_huge *h);
+
+/* Whether a clear claimed in a has made no step for HZ_CLAIM_STALL_NS:
+ * its thread, at SCHED_IDLE, gets no CPU (every core busy). A thread
+ * then takes other pages, fresh ones even, rather than wait for it (a
+ * lock's holder preempted, the classic inversion, unbounded). */
+#define HZ_CLAIM_STALL_NS ((uint64_t)1000000u)
+static inline int hz_claim_stalled(const struct hz_arena *a)
+{
+	return __atomic_load_n(&hz_claim.a, __ATOMIC_RELAXED) == a && !hz_claim.populate &&
+	       hz_os_now_ns() - __atomic_load_n(&hz_claim.step_at, __ATOMIC_RELAXED) > HZ_CLAIM_STALL_NS;
+}
 
 /* Handouts that waited for a piece. */
 extern uint64_t hz_claim_waits;

@@ -355,6 +355,9 @@ void hz_fresh_fork_parent(void)
 void hz_fresh_fork_child(void)
 {
 	__atomic_store_n(&probing, 0, __ATOMIC_RELAXED);
+	/* The parent's figures stand for a child's first 10 s: a child that
+	 * maps a block and exits (a fork per request) never pays a probe. */
+	__atomic_store_n(&probed_at, hz_os_now_ns() | 1, __ATOMIC_RELAXED);
 }
 
 void hz_fresh_stats(struct hz_fresh_stats *out)

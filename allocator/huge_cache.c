@@ -6,12 +6,15 @@
 #include "huge_cache.h"
 
 /* The cached block that fits `usable` bytes best, out of a's cache; one
- * more than a quarter larger than `mapped` is cut to it (a's lock held). */
+ * more than a quarter larger than `mapped` is cut to it (a's lock held).
+ * Not the one a stalled zeroer is clearing (claim.h): no wait for it. */
 static struct hz_huge *cache_take(struct hz_arena *a, size_t usable, size_t mapped)
 {
 	struct hz_huge **best = NULL;
+	int stalled = hz_claim_stalled(a);
 	for (struct hz_huge **pp = &a->cache; *pp; pp = &(*pp)->next)
-		if ((*pp)->mapped >= usable && (!best || (*pp)->mapped < (*best)->mapped))
+		if ((*pp)->mapped >= usable && (!best || (*pp)->mapped < (*best)->mapped) &&
+		    !(stalled && hz_claim_holds(a, *pp)))
 			best = pp;
 	if (!best)
 		return NULL;
@@ -21,6 +24,21 @@ static struct hz_huge *cache_take(struct hz_arena *a, size_t usable, size_t mapp
 	hz_arena_collide(a, NULL, 0, 0, h); /* before the cut unmaps any of it */
 	if (h->mapped > mapped && h->mapped - mapped > mapped / 4)
 		hz_huge_cut(h, mapped);
+	return h;
+}
+
+/* The cached block of a that fits (cache_take), a's lock then held; NULL,
+ * the lock not held, when none does, or with try set when the lock is
+ * busy. */
+static struct hz_huge *take_locked(struct hz_arena *a, int try, size_t usable, size_t mapped)
+{
+	if (!try)
+		pthread_mutex_lock(&a->lock);
+	else if (pthread_mutex_trylock(&a->lock))
+		return NULL;
+	struct hz_huge *h = cache_take(a, usable, mapped);
+	if (!h)
+		pthread_mutex_unlock(&a->lock);
 	return h;
 }
 
@@ -51,18 +69,15 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
 	if (size <= HZ_LARGE_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
 		mapped = usable;
-	/* The thread's arena's cache, then the others': a block another
-	 * thread freed is in memory, a new mapping faults in. */
+	/* The thread's arena's cache, then the others' whose lock is free at
+	 * once (never waiting on a lock a SCHED_IDLE zeroer may hold while the
+	 * machine is busy): a block another thread freed is in memory, a new
+	 * mapping faults in. */
 	struct hz_arena *home = hz_arena_of_thread(), *a = home;
-	struct hz_huge *h = NULL;
+	struct hz_huge *h = take_locked(a, 0, usable, mapped);
+	for (unsigned i = 1; !h && i < HZ_ARENAS; i++)
+		h = take_locked(a = &hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS], 1, usable, mapped);
 	size_t kz = 0;
-	for (unsigned i = 0; !h && i < HZ_ARENAS; i++) {
-		if (i)
-			pthread_mutex_unlock(&a->lock);
-		a = &hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS];
-		pthread_mutex_lock(&a->lock);
-		h = cache_take(a, usable, mapped);
-	}
 	if (h) {
 		kz = known_zero(h);
 		/* What the zeroer cleared of it: paid for by a calloc only. */
@@ -71,9 +86,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 		else
 			a->cleared.wasted += h->dirty ? h->cleared : 0;
 		hand_out(a, h, usable, zero, kz, 0);
-	}
-	pthread_mutex_unlock(&a->lock);
-	if (h) {
+		pthread_mutex_unlock(&a->lock);
 		/* Recycled memory is cleared here, hinted at its first page,
 		 * instead of being faulted in page by page by the kernel; what
 		 * the zeroer cleared already is left alone. */

@@ -4,39 +4,58 @@
 #include "fresh.h"
 #include "run.h"
 
-/* Where alloc_in looks: pages in memory only; any free pages; any, a new
+/* Where alloc_in looks: pages in memory only, in an arena whose lock is
+ * free at once (another thread's: never waiting on a lock a SCHED_IDLE
+ * zeroer may hold while the machine is busy); any free pages; any, a new
  * chunk mapped when none has room. */
-enum where { IN_MEMORY, ANY, GROW };
+enum where { IN_MEMORY_IF_FREE, ANY, GROW };
 
-/* A run of npages in a's chunks, first fit (lock held); NULL when none.
- * Away from the zeroer's piece where another run in memory fits: then no
- * thread waits for it (claim.h); with w IN_MEMORY, only such a run. */
-static void *fit(struct hz_arena *a, size_t npages, enum where w, struct hz_chunk **cp)
+/* A run of npages in a's chunks that `mode` allows (chunk.h), first fit
+ * (lock held); NULL when none. */
+static void *fit_mode(struct hz_arena *a, size_t npages, int mode, struct hz_chunk **cp)
 {
-	for (int avoid = 1; avoid >= (w == IN_MEMORY); avoid--)
-		for (unsigned i = 0; i < a->nchunks; i++) {
-			void *p;
-			struct hz_chunk *c = a->chunks[i];
-			if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, avoid))) {
-				*cp = c;
-				return p;
-			}
+	for (unsigned i = 0; i < a->nchunks; i++) {
+		void *p;
+		struct hz_chunk *c = a->chunks[i];
+		if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, mode))) {
+			*cp = c;
+			return p;
 		}
+	}
 	return NULL;
+}
+
+/* A run of npages in a's chunks (lock held); NULL when none. In memory and
+ * away from the zeroer's piece first, so that no thread waits for it
+ * (claim.h): with w IN_MEMORY_IF_FREE, only such a run. Then, where the
+ * zeroer has stalled, fresh pages away from its piece; then any run (a
+ * handout of its piece waits for its step), unless wait is 0. */
+static void *fit(struct hz_arena *a, size_t npages, enum where w, int wait, struct hz_chunk **cp)
+{
+	void *p = fit_mode(a, npages, HZ_FIT_IN_MEMORY, cp);
+	if (p || w == IN_MEMORY_IF_FREE)
+		return p;
+	if (hz_claim_stalled(a) && (p = fit_mode(a, npages, HZ_FIT_AWAY, cp)))
+		return p;
+	return wait ? fit_mode(a, npages, HZ_FIT_ANY, cp) : NULL;
 }
 
 /* A run of npages in a, looked for as w says; NULL when none. */
 static void *alloc_in(struct hz_arena *a, size_t npages, int zero, enum where w, int *refill)
 {
 	struct hz_chunk *c = NULL;
-	pthread_mutex_lock(&a->lock);
-	void *p = fit(a, npages, w, &c);
+	if (w != IN_MEMORY_IF_FREE)
+		pthread_mutex_lock(&a->lock);
+	else if (pthread_mutex_trylock(&a->lock))
+		return NULL;
+	/* A stalled zeroer is not waited for while a new chunk can be had. */
+	void *p = fit(a, npages, w, !(w == GROW && hz_claim_stalled(a)), &c);
 	if (!p && w == GROW) {
 		pthread_mutex_unlock(&a->lock);
 		hz_fresh_probe_if_due(0); /* the new chunk is what it decides */
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
-		p = fit(a, npages, ANY, &c); /* another thread may have taken or added room */
+		p = fit(a, npages, ANY, 1, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
 	int readvise = 0, sample = 0, all_fresh = 0, advice = 0;
@@ -116,13 +135,13 @@ static struct hz_arena *next_arena(const struct hz_arena *home, unsigned i)
 void *hz_run_alloc(size_t npages, int zero, int *refill)
 {
 	struct hz_arena *home = hz_arena_of_thread();
-	void *p = alloc_in(home, npages, zero, IN_MEMORY, refill);
+	void *p = alloc_in(home, npages, zero, IN_MEMORY_IF_FREE, refill);
 	/* Memory another thread's arena holds free in memory before pages
 	 * that fault in: a page given back and taken again is a fault, a
 	 * lock taken is not (a JVM's buffers freed by its cleaner thread, a
 	 * server's blocks freed by another worker). */
 	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(next_arena(home, i), npages, zero, IN_MEMORY, refill);
+		p = alloc_in(next_arena(home, i), npages, zero, IN_MEMORY_IF_FREE, refill);
 	if (!p)
 		p = alloc_in(home, npages, zero, GROW, refill);
 	/* No chunk could be mapped: room in the other arenas' chunks. */

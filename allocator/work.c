@@ -107,6 +107,7 @@ static size_t clear_steps(unsigned k, unsigned char *p, size_t n)
 	size_t done = 0;
 	while (done < n && !__atomic_load_n(&hz_claim.taken, __ATOMIC_RELAXED)) {
 		size_t m = n - done < STEP ? n - done : STEP;
+		__atomic_store_n(&hz_claim.step_at, hz_os_now_ns(), __ATOMIC_RELAXED);
 		hz_fill(k, p + done, 0, m);
 		done += m;
 	}

@@ -164,7 +164,10 @@ if [ $root = 1 ] && [ -d /sys/fs/cgroup/memory ]; then
 fi
 TO5=60 # the cgroup case faults 8 GiB in: ~9 s alone under glibc here
 
-# ---- phase 1: cases 1, 2 (mostly sleeping or forking) and 5 (faulting) ----
+# ---- phase 1: cases 1 and 2 (mostly sleeping or forking) side by side;
+# then 5 (faulting 8 GiB each) one allocator at a time: the machine is not
+# loaded by the test itself many times over (a background thread at
+# SCHED_IDLE, hugezero's, then gets no CPU for seconds) ----
 for a in "${have[@]}"; do
 	run c1 "$a" @PRE@ "$bin/hostile" forkcalloc
 	[ $root = 1 ] && run c1p "$a" unshare -m sh -c 'mount -t tmpfs none /proc || exit 99; exec "$@"' \
@@ -173,6 +176,9 @@ for a in "${have[@]}"; do
 		run "c2$m.main" "$a" env ATFORK_MODE=$m @PRE@ "$bin/atfork_main"
 		run "c2$m.dlopen" "$a" env ATFORK_MODE=$m @PRE@ "$bin/atfork_dlopen" "$bin/libatfork_alloc.so"
 	done
+done
+collect
+for a in "${have[@]}"; do
 	[ -n "$cgbase" ] || continue
 	cg=$cgbase/hz_test_$$_$a
 	if mkdir "$cg" 2>/dev/null; then
@@ -181,6 +187,7 @@ for a in "${have[@]}"; do
 		[ -e "$cg/memory.memsw.limit_in_bytes" ] && echo $((240 << 20)) >"$cg/memory.memsw.limit_in_bytes"
 		TO=$TO5 run c5 "$a" sh -c 'echo $$ >"$1/cgroup.procs" || exit 99; shift; exec "$@"' sh "$cg" \
 			@PRE@ "$bin/hostile" cgroup
+		collect
 	else
 		echo 99 >"$work/c5.$a.rc"
 		echo "mkdir $cg failed" >"$work/c5.$a.err"
