@@ -17,9 +17,10 @@ static struct {
 	pthread_mutex_t lock;
 	pthread_cond_t wake; /* the thread's sleep, and its end */
 	int state, pending, sleeping, allowed, stop;
+	int tid;           /* the running thread's id, 0 once it is ending */
 	uint64_t gen;      /* bumped by fork_child: a thread of an older one stops */
 	uint64_t child_at; /* in a forked child: when it was forked */
-} thread = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NOT_STARTED, 0, 0, 0, 0, 0, 0};
+} thread = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NOT_STARTED, 0, 0, 0, 0, 0, 0, 0};
 
 /* The thread's counters; a forked child's start from zero. */
 static struct {
@@ -53,8 +54,10 @@ static void *zeroer_main(void *arg)
 {
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
 	pthread_mutex_lock(&thread.lock);
-	if (thread.gen == gen)
+	if (thread.gen == gen) {
 		thread.state = RUNNING;
+		thread.tid = hz_os_thread_id();
+	}
 	pthread_mutex_unlock(&thread.lock);
 	enum hz_sched s = hz_os_sched_background();
 	__atomic_store_n(&sched_got, (int)s, __ATOMIC_RELAXED);
@@ -96,6 +99,7 @@ static void *zeroer_main(void *arg)
 		if (thread.gen != gen || thread.stop || (!thread.pending && !holds && hz_os_now_ns() - idle_since >= LINGER_NS)) {
 			if (thread.gen == gen) {
 				thread.state = NOT_STARTED;
+				thread.tid = 0;
 				add(&n.exits, 1);
 			}
 			pthread_cond_broadcast(&thread.wake);
@@ -175,6 +179,18 @@ void hz_zeroer_exit(void)
 	while (thread.state == RUNNING || thread.state == STARTING)
 		if (pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t))
 			break;
+	/* Still running: starved at SCHED_IDLE on a busy machine. Once the
+	 * process exits, its last thread tears its memory down and the parent
+	 * waits for that; at SCHED_IDLE that took seconds here. So it goes
+	 * back to normal priority, where that is permitted (CAP_SYS_NICE or
+	 * RLIMIT_NICE), and gets a little longer to end. Its id is valid: it
+	 * clears it under this lock before it ends. */
+	if (thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid)) {
+		t = after(200 * 1000000u);
+		while (thread.state == RUNNING)
+			if (pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t))
+				break;
+	}
 	pthread_mutex_unlock(&thread.lock);
 }
 
@@ -216,6 +232,7 @@ void hz_zeroer_fork_child(void)
 	/* The child's zeroer starts when the child needs one. */
 	thread.state = NOT_STARTED;
 	thread.pending = thread.sleeping = 0;
+	thread.tid = 0;
 	thread.gen++;
 	thread.child_at = hz_os_now_ns();
 	n = (typeof(n)){0};

@@ -353,6 +353,20 @@ enum hz_sched hz_os_sched_background(void)
 	return r;
 }
 
+int hz_os_thread_id(void)
+{
+	return (int)syscall(SYS_gettid);
+}
+
+int hz_os_sched_normal(int tid)
+{
+	int saved = errno;
+	struct sched_param sp = {0};
+	int r = sched_setscheduler(tid, SCHED_OTHER, &sp) || setpriority(PRIO_PROCESS, (id_t)tid, 0) ? -1 : 0;
+	errno = saved;
+	return r;
+}
+
 static void *probe_main(void *arg)
 {
 	*(int *)arg = (int)hz_os_sched_background();

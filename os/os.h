@@ -156,6 +156,12 @@ enum hz_sched hz_os_sched_background(void);
  * changed: leaving SCHED_IDLE needs a privilege); -1 when no thread
  * could be made. */
 int hz_os_sched_background_probe(void);
+/* The calling thread's id (gettid). */
+int hz_os_thread_id(void);
+/* Raises thread tid of this process back to SCHED_OTHER at nice 0: 0 on
+ * success, else -1 (leaving SCHED_IDLE or nice 19 needs CAP_SYS_NICE or
+ * an RLIMIT_NICE of 20). */
+int hz_os_sched_normal(int tid);
 
 /* ---- environment ---- */
 

@@ -47,7 +47,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_DIRTY_MAX] = {"DIRTY_MAX", HZ_OPT_SIZE, SIZE((uint64_t)256 << 20), NULL,
 			      "free dirty memory an arena keeps for reuse before it releases whole 2 MiB blocks"},
 	[HZ_OPT_DIRTY_DECAY_MS] = {"DIRTY_DECAY_MS", HZ_OPT_UINT, SIZE(10000), NULL,
-				   "free dirty memory older than this is released at the next free; 0 releases at once"},
+				   "at the end of each window of this length, the free memory no allocation needed during it (its low-water mark) is released; 0 releases at once"},
 	[HZ_OPT_LARGE_MIN] = {"LARGE_MIN", HZ_OPT_SIZE, SIZE((uint64_t)1 << 20), NULL,
 			      "blocks from this size up (at least 16K) live in the hugepage arenas; smaller ones in jemalloc"},
 	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, NUM(1), NULL,
