@@ -31,6 +31,15 @@ static inline void hz_bits_set(uint64_t *b, size_t i, size_t j, int v)
 }
 
 /* The number of bits set in [i, j). */
+/* Sets in d the bits of [i, j) set in a or b. */
+static inline void hz_bits_or(uint64_t *d, const uint64_t *a, const uint64_t *b, size_t i, size_t j)
+{
+	for (size_t w; i < j;) {
+		uint64_t m = hz_bits_step(&i, j, &w);
+		d[w] |= (a[w] | b[w]) & m;
+	}
+}
+
 static inline size_t hz_bits_count(const uint64_t *b, size_t i, size_t j)
 {
 	size_t k = 0;

@@ -112,6 +112,7 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 	size_t n = hz_chunk_block_pages(c, p), i = page_of(c, p);
 	if (!n || npages == 0)
 		return -1;
+	c->taken_released = 0;
 	if (npages <= n) {
 		hz_bits_set(c->used, i + npages, i + n, 0);
 		hz_bits_set(c->dirty, i + npages, i + n, 1);
@@ -124,6 +125,7 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		c->dirty_free -= hz_bits_count(c->dirty, i + n, i + npages);
 		c->clean_free -= hz_bits_count(c->clean, i + n, i + npages);
 		hz_bits_set(c->populated, i + n, i + npages, 0);
+		c->taken_released = hz_bits_count(c->released, i + n, i + npages);
 		hz_bits_set(c->released, i + n, i + npages, 0);
 		hz_bits_set(c->clean, i + n, i + npages, 0);
 		hz_bits_set(c->shared, i + n, i + npages, 0);

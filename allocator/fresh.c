@@ -166,7 +166,7 @@ static uint64_t watched_at, watch_ended;
 static int watch_readvise; /* the slice was advised small for the watch */
 static uint64_t watches;
 
-int hz_fresh_watch(void *p, size_t size, int advice)
+int hz_fresh_watch(void *block, void *p, size_t size, int advice)
 {
 	uint64_t now = hz_os_now_ns();
 	if (!hz_fresh_sampling() || __atomic_load_n(&watched, __ATOMIC_RELAXED) ||
@@ -189,7 +189,7 @@ int hz_fresh_watch(void *p, size_t size, int advice)
 		watch_readvise = advice == HZ_ADVISED_HUGE;
 		if (watch_readvise)
 			hz_os_nohugepage(b, len);
-		__atomic_store_n(&watched, (unsigned char *)p, __ATOMIC_RELEASE);
+		__atomic_store_n(&watched, (unsigned char *)block, __ATOMIC_RELEASE);
 		watches++;
 	}
 	pthread_mutex_unlock(&watch_lock);

@@ -60,15 +60,15 @@ int hz_fresh_sampling(void);
  * decision follows the median of the recent ones against the small
  * pages' figure, measured at the last probe. */
 void hz_fresh_sample(uint64_t ns);
-/* A block of size bytes at p just handed out, all of it fresh, whose
- * memory was advised `advice`: watched, when no other block is, to learn
- * how much of it the program touches (a slice of 4 MiB at most advised
- * small pages for the while where it asked for huge ones): 1 when all of
- * it is watched, 2 a slice in its middle (its first huge page as it was),
- * 0 when not watched. No lock held. */
-int hz_fresh_watch(void *p, size_t size, int advice);
-/* Before the block at p is freed (no lock held): read, if it was the one
- * watched. */
+/* The block at `block`, just handed out, whose size bytes from p are all
+ * fresh and were advised `advice`: watched, when no other block is, to
+ * learn how much of it the program touches (the range advised small pages
+ * for the while where it asked for huge ones; from 8 MiB only a 4 MiB
+ * slice in its middle): 1 when the whole range is watched, 2 a slice, 0
+ * when not watched. No lock held. */
+int hz_fresh_watch(void *block, void *p, size_t size, int advice);
+/* Before the block at p is freed or resized (no lock held): read, if it
+ * was the one watched. */
 void hz_fresh_freed(const void *p);
 /* The advice memory advised `advice` should have now: the last decision
  * (or `advice` itself where nothing is decided: a forced mode, no THP, no

@@ -82,9 +82,9 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 		kz = known_zero(h);
 		/* What the zeroer cleared of it: paid for by a calloc only. */
 		if (zero)
-			a->cleared.paid += h->dirty ? h->cleared : 0;
+			a->cleared.paid += kz;
 		else
-			a->cleared.wasted += h->dirty ? h->cleared : 0;
+			a->cleared.wasted += kz;
 		hand_out(a, h, usable, zero, kz, 0);
 		pthread_mutex_unlock(&a->lock);
 		/* Recycled memory is cleared here, hinted at its first page,
@@ -118,7 +118,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	 * huge page where that was touched and timed as a sample (fresh.h). */
 	size_t skip = h->advice == HZ_ADVISED_HUGE && hz_fresh_sampling() ? HZ_HUGE_SIZE : 0;
 	if (usable > skip + HZ_HUGE_SIZE)
-		hz_fresh_watch(h->base + skip, usable - skip, h->advice);
+		hz_fresh_watch(h->base, h->base + skip, usable - skip, h->advice);
 	return h->base;
 }
 

@@ -28,8 +28,9 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	limit_fitted = hz_budget_fit();
 }
 
-/* In a memory cgroup: when its usage and size bytes more would come
- * within a sixteenth of its limit, the arenas' free memory goes back
+/* In a memory cgroup: when its usage (less its inactive page cache) and
+ * size bytes more would come within a sixteenth of its limit, the
+ * arenas' free memory goes back
  * before the block is taken (a block may take fresh pages), and the small
  * engine is told to give its own back (hz_large_pressed). The limit is
  * read again once a second: it may be changed at run time. The usage is
@@ -58,6 +59,12 @@ static HZ_NOINLINE void relieve(size_t size)
 	size_t usage = hz_limits_usage();
 	__atomic_fetch_add(&pressure_checks, 1, __ATOMIC_RELAXED);
 	if (usage == HZ_LIMIT_NONE || usage + size + limit / 16 <= limit)
+		return;
+	/* Near the limit by the usage: without its inactive page cache, which
+	 * the kernel drops first (a group that reads files sits at its limit). */
+	size_t cache = hz_limits_reclaimable();
+	usage = cache < usage ? usage - cache : 0;
+	if (usage + size + limit / 16 <= limit)
 		return;
 	__atomic_fetch_add(&pressure_releases, 1, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&pressure_bytes, hz_large_trim(), __ATOMIC_RELAXED);
@@ -147,6 +154,7 @@ void *hz_large_realloc(void *p, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
+	hz_fresh_freed(p); /* a watched block is read before it changes */
 	if (!resize_in_place(p, old, size))
 		return p;
 	struct hz_huge *h = hz_huge_at(p);

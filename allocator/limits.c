@@ -158,6 +158,22 @@ size_t hz_limits_usage(void)
 									 : "memory.current");
 }
 
+size_t hz_limits_reclaimable(void)
+{
+	char path[sizeof hz_limits.dir + 32], buf[8192];
+	size_t dl = strlen(hz_limits.dir), len, v;
+	const char *key = hz_limits.cgroup_version == 1 ? "\ntotal_inactive_file " : "\ninactive_file ";
+	if (dl + sizeof "/memory.stat" > sizeof path)
+		return 0;
+	memcpy(path, hz_limits.dir, dl);
+	memcpy(path + dl, "/memory.stat", sizeof "/memory.stat");
+	buf[0] = '\n'; /* so that the first line matches as the others */
+	if (hz_os_read_file(path, buf + 1, sizeof buf - 1, &len))
+		return 0;
+	const char *at = strstr(buf, key);
+	return at && !number(at + strlen(key), &v) ? v : 0;
+}
+
 size_t hz_limits_max_block(size_t address_space)
 {
 	size_t most = address_space, total = hz_limits.ram + hz_limits.swap;

@@ -38,6 +38,10 @@ void hz_limits_refresh(void);
  * memory.usage_in_bytes); HZ_LIMIT_NONE when there is no limit or it
  * cannot be read. Three system calls. */
 size_t hz_limits_usage(void);
+/* Of that usage, the file pages the kernel drops first when the group
+ * reaches its limit (memory.stat's inactive_file, v1 total_inactive_file):
+ * page cache, not pressure; 0 when it cannot be read. */
+size_t hz_limits_reclaimable(void);
 /* The largest block the kernel would map for anyone: memory and swap
  * under the heuristic (mode 0, and 2, whose commit limit is lower
  * still), the address space in mode 1; never more than the rlimits. */

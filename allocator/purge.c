@@ -35,10 +35,12 @@ static void flush(struct gather *g)
 			g->total.clean_bytes += clean << HZ_PAGE_SHIFT;
 			g->total.populated_bytes += hz_bits_count(g->c->populated, g->lo[k], g->hi[k]) << HZ_PAGE_SHIFT;
 			hz_bits_set(g->c->populated, g->lo[k], g->hi[k], 0);
+			/* Released: the pages that were in memory (a fresh
+			 * page taken later costs its fault either way). */
+			hz_bits_or(g->c->released, g->c->dirty, g->c->clean, g->lo[k], g->hi[k]);
 			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
 			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);
-			hz_bits_set(g->c->released, g->lo[k], g->hi[k], 1);
 		}
 		g->bytes += res.bytes;
 	}

@@ -12,6 +12,18 @@ enum where { IN_MEMORY_IF_FREE, ANY, GROW };
 
 /* A run of npages in a's chunks that `mode` allows (chunk.h), first fit
  * (lock held); NULL when none. */
+/* Pages the arenas had released, taken again by the last allocation or
+ * growth (c->taken_released): the faults a release cost (one a page, one
+ * a huge page where huge ones are asked for). */
+static void count_refaults(struct hz_arena *a, const struct hz_chunk *c)
+{
+	if (!c->taken_released)
+		return;
+	a->n.refaulted += c->taken_released << HZ_PAGE_SHIFT;
+	a->n.refaults += c->advice == HZ_ADVISED_HUGE ? (c->taken_released + HZ_HUGE_PAGES - 1) / HZ_HUGE_PAGES
+						      : c->taken_released;
+}
+
 static void *fit_mode(struct hz_arena *a, size_t npages, int mode, struct hz_chunk **cp)
 {
 	for (unsigned i = 0; i < a->nchunks; i++) {
@@ -83,15 +95,7 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, enum where w,
 			a->missed += fresh;
 		if (fresh || c->taken_clean)
 			*refill = 1;
-		/* Pages the arenas had released, asked for again: the faults
-		 * a release cost (one a page, one a huge page where huge ones
-		 * are asked for). */
-		if (c->taken_released) {
-			a->n.refaulted += c->taken_released << HZ_PAGE_SHIFT;
-			a->n.refaults += c->advice == HZ_ADVISED_HUGE
-						 ? (c->taken_released + HZ_HUGE_PAGES - 1) / HZ_HUGE_PAGES
-						 : c->taken_released;
-		}
+		count_refaults(a, c);
 		/* The zeroer's work taken: populated (no fault either way),
 		 * and cleared, which pays for a calloc only: a malloc's
 		 * program writes the block itself (a JVM zeroes its buffers). */
@@ -114,7 +118,7 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, enum where w,
 	pthread_mutex_unlock(&a->lock);
 	if (readvise) /* outside the lock: the kernel's mapping lock may wait */
 		hz_fresh_readvise(c->base, HZ_CHUNK_SIZE, readvise);
-	if (all_fresh && hz_fresh_watch(p, npages << HZ_PAGE_SHIFT, advice) == 1)
+	if (all_fresh && !c->hugetlb && hz_fresh_watch(p, p, npages << HZ_PAGE_SHIFT, advice) == 1)
 		sample = 0; /* its pages are small for the while */
 	if (sample) {
 		uint64_t t0 = hz_os_now_ns();
@@ -182,8 +186,10 @@ int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
 	int ok = hz_chunk_resize(c, p, np) == 0;
 	if (ok) {
 		size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
-		if (np << HZ_PAGE_SHIFT > old) /* the pages taken after it */
+		if (np << HZ_PAGE_SHIFT > old) { /* the pages taken after it */
 			hz_arena_collide(a, c, i + (old >> HZ_PAGE_SHIFT), i + np, NULL);
+			count_refaults(a, c);
+		}
 		a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
 		hz_arena_note_low(a);
 	}

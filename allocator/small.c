@@ -43,6 +43,11 @@ void *hz_small_calloc(size_t size, int flags)
 	return p ? hz_zero_hinted_counted(p, hz_je_sallocx(p, 0), p) : NULL;
 }
 
+/* Bytes hz_small_trim gave back (MADV_DONTNEED): with muzzy_decay_ms -1
+ * jemalloc's decay only frees lazily (its dirty_purged counts those), so
+ * these are the pages the program faults in again if it takes them. */
+static uint64_t trimmed;
+
 static void refresh(void)
 {
 	uint64_t epoch = 1;
@@ -86,15 +91,22 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 	}
 	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);
 	fn(arg, "malloc.small.mapped_bytes", t.mapped, 1);
-	/* What jemalloc's decay gave back to the kernel (MADV_DONTNEED), pages
-	 * the program faults in again if it takes them. */
-	uint64_t purged = 0;
-	size_t sz = sizeof purged;
-	hz_je_mallctl("stats.arenas." HZ_JE_ARENAS_ALL ".dirty_purged", &purged, &sz, NULL, 0);
-	fn(arg, "malloc.small.purged_bytes", purged * get_size("arenas.page"), 0);
+	fn(arg, "malloc.small.purged_bytes", __atomic_load_n(&trimmed, __ATOMIC_RELAXED), 0);
+}
+
+/* Pages jemalloc holds free, dirty or freed lazily (MADV_FREE). */
+static size_t held(void)
+{
+	refresh();
+	return get_size("stats.arenas." HZ_JE_ARENAS_ALL ".pdirty") +
+	       get_size("stats.arenas." HZ_JE_ARENAS_ALL ".pmuzzy");
 }
 
 void hz_small_trim(void)
 {
+	size_t before = held();
 	hz_je_mallctl("arena." HZ_JE_ARENAS_ALL ".purge", NULL, NULL, NULL, 0);
+	size_t after = held();
+	if (before > after)
+		__atomic_fetch_add(&trimmed, (uint64_t)(before - after) * get_size("arenas.page"), __ATOMIC_RELAXED);
 }

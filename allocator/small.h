@@ -108,7 +108,8 @@ struct hz_small_totals {
 void hz_small_totals(struct hz_small_totals *t);
 /* The same and the calls its arenas served, by name (an obs.h source). */
 void hz_small_counters(hz_counter_fn fn, void *arg);
-/* Purges jemalloc's dirty pages in every arena. */
+/* Gives jemalloc's free pages (dirty and lazily freed) in every arena
+ * back at once, counted (malloc.small.purged_bytes). */
 void hz_small_trim(void);
 
 #pragma GCC visibility pop

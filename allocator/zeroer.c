@@ -53,21 +53,24 @@ static struct timespec after(uint64_t ns)
 static void *zeroer_main(void *arg)
 {
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
+	/* Lowered before its id is published: exit may raise it again. */
+	enum hz_sched s = hz_os_sched_background();
+	__atomic_store_n(&sched_got, (int)s, __ATOMIC_RELAXED);
+	if (s != HZ_SCHED_IDLE)
+		add(&n.sched_fallbacks, 1);
 	pthread_mutex_lock(&thread.lock);
 	if (thread.gen == gen) {
 		thread.state = RUNNING;
 		thread.tid = hz_os_thread_id();
 	}
 	pthread_mutex_unlock(&thread.lock);
-	enum hz_sched s = hz_os_sched_background();
-	__atomic_store_n(&sched_got, (int)s, __ATOMIC_RELAXED);
-	if (s != HZ_SCHED_IDLE)
-		add(&n.sched_fallbacks, 1);
 	uint64_t cpu_base = hz_os_thread_cpu_ns(); /* this thread's clock */
 	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0;
 	for (;;) {
-		hz_fresh_probe_if_due(1); /* fresh memory's measurement again, off the program's threads */
-		int worked = __atomic_load_n(&thread.stop, __ATOMIC_RELAXED) ? 0 : hz_work_once();
+		int stop = __atomic_load_n(&thread.stop, __ATOMIC_RELAXED);
+		if (!stop)
+			hz_fresh_probe_if_due(1); /* fresh memory's measurement again, off the program's threads */
+		int worked = stop ? 0 : hz_work_once();
 		uint64_t cpu = hz_os_thread_cpu_ns();
 		add(&n.cpu_ns, cpu - cpu_base);
 		cpu_base = cpu;

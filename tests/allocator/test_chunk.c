@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../allocator/bitmap.h"
 #include "../../allocator/chunk.h"
 #include "../../allocator/purge.h"
 #include "../util/fillcheck.h"
@@ -104,6 +105,38 @@ Test(chunk, calloc_plan_with_many_dirty_runs)
 	hz_chunk_zero_runs(c, &plan, p);
 	size_t bad;
 	cr_assert(all_bytes(p, 4 * RUNS * HZ_PAGE, 0, &bad), "byte %zu not zero", bad);
+	done(c);
+}
+
+/* A release marks only the pages that were in memory: a block taken
+ * over them later counts those as refaulted, not the fresh ones beside
+ * them; an in-place growth over released pages counts them too. */
+Test(chunk, released_pages_are_the_ones_in_memory)
+{
+	struct hz_chunk *c = new_chunk();
+	size_t hp = HZ_HUGE_PAGES;
+	/* A huge page whose first half was used, then freed: half dirty,
+	 * half fresh. */
+	unsigned char *a = hz_chunk_alloc(c, hp / 2);
+	cr_assert_eq(a, c->base);
+	hz_chunk_mark_dirty(c, a);
+	hz_chunk_free(c, a);
+	cr_assert_eq(hz_purge_chunk(c, 0, SIZE_MAX, NULL), HZ_HUGE_SIZE);
+	cr_assert_eq(hz_bits_count(c->released, 0, hp), hp / 2, "only the dirty half is released");
+	unsigned char *b = hz_chunk_alloc(c, hp);
+	cr_assert_eq(b, c->base);
+	cr_assert_eq(c->taken_released, hp / 2);
+	cr_assert_eq(c->taken_fresh, hp, "released and fresh pages are both not in memory");
+	hz_chunk_mark_dirty(c, b);
+	cr_assert(hz_chunk_free(c, b));
+	/* Growth in place: a block of a quarter, the rest released. */
+	cr_assert_eq(hz_purge_chunk(c, 0, SIZE_MAX, NULL), HZ_HUGE_SIZE);
+	unsigned char *g = hz_chunk_alloc(c, hp / 4);
+	cr_assert_eq(c->taken_released, hp / 4);
+	cr_assert_eq(hz_chunk_resize(c, g, hp), 0);
+	cr_assert_eq(c->taken_released, hp - hp / 4, "the growth takes the rest, released");
+	cr_assert_eq(hz_chunk_resize(c, g, hp / 2), 0);
+	cr_assert_eq(c->taken_released, 0, "a shrink takes nothing");
 	done(c);
 }
 
