@@ -176,23 +176,24 @@ void hz_zeroer_exit(void)
 	thread.allowed = 0;
 	thread.stop = 1;
 	pthread_cond_signal(&thread.wake);
+	/* Once the process exits, its last thread tears its memory down and
+	 * the parent waits for that; a SCHED_IDLE zeroer, starved on a busy
+	 * machine, took seconds so, whether mid-clear or on its way out. So a
+	 * running one goes back to normal priority at once, where that is
+	 * permitted (CAP_SYS_NICE or RLIMIT_NICE), before it is asked to end:
+	 * its way out too runs at normal priority. Its id is valid: it clears
+	 * it under this lock before it ends. */
+	int raised = thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid);
 	/* A bounded wait: long enough for a thread that gets the CPU to end
 	 * its step; exit never waits for a starved one. */
-	struct timespec t = after(20 * 1000000u);
-	while (thread.state == RUNNING || thread.state == STARTING)
+	struct timespec t = after((raised ? 200 : 20) * 1000000u);
+	while (thread.state == RUNNING || thread.state == STARTING) {
+		if (!raised && thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid)) {
+			raised = 1; /* it was starting: raised once it runs */
+			t = after(200 * 1000000u);
+		}
 		if (pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t))
 			break;
-	/* Still running: starved at SCHED_IDLE on a busy machine. Once the
-	 * process exits, its last thread tears its memory down and the parent
-	 * waits for that; at SCHED_IDLE that took seconds here. So it goes
-	 * back to normal priority, where that is permitted (CAP_SYS_NICE or
-	 * RLIMIT_NICE), and gets a little longer to end. Its id is valid: it
-	 * clears it under this lock before it ends. */
-	if (thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid)) {
-		t = after(200 * 1000000u);
-		while (thread.state == RUNNING)
-			if (pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t))
-				break;
 	}
 	pthread_mutex_unlock(&thread.lock);
 }

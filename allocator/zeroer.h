@@ -27,7 +27,8 @@ void hz_zeroer_kick(int may_start, int wake);
 /* The library's constructor has run: the zeroer may start. */
 void hz_zeroer_allow(int allowed);
 /* Exit has begun (the library's destructor): no zeroer starts again, and
- * a running one is asked to end, waited for at most 20 ms, so that the
+ * a running one is raised back to normal priority where permitted, asked
+ * to end and waited for at most 200 ms (20 ms unraised), so that the
  * process's memory is torn down by a thread of normal priority. */
 void hz_zeroer_exit(void);
 
