@@ -23,8 +23,11 @@ run "fork while clearing: the child's calloc is zero, it has no zeroer until it 
 run "small allocations only: no thread" "$prog" small
 run "the reserve: found in memory, within its limit, gone after the decay, the idle thread ended" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
+# Small fresh pages, so that every touch is a fault (on huge ones, which
+# fresh memory's measurement may choose, a fault comes every 2 MiB and the
+# reserve rightly fills between them).
 run "the reserve waits while the program faults, and fills once it idles" \
-	env HUGEZERO_RESERVE=16M "$prog" faulting
+	env HUGEZERO_RESERVE=16M HUGEZERO_FRESH=small "$prog" faulting
 run "the reserve stops when what it populated is released unused" \
 	env HUGEZERO_RESERVE=16M "$prog" unpaid
 run "no reserve to fill: the zeroer does not poll a faulting program" \
