@@ -10,8 +10,6 @@
  * chunk mapped when none has room. */
 enum where { IN_MEMORY_IF_FREE, ANY, GROW };
 
-/* A run of npages in a's chunks that `mode` allows (chunk.h), first fit
- * (lock held); NULL when none. */
 /* Pages the arenas had released, taken again by the last allocation or
  * growth (c->taken_released): the faults a release cost (one a page, one
  * a huge page where huge ones are asked for). */
@@ -24,6 +22,8 @@ static void count_refaults(struct hz_arena *a, const struct hz_chunk *c)
 						      : c->taken_released;
 }
 
+/* A run of npages in a's chunks that `mode` allows (chunk.h), first fit
+ * (lock held); NULL when none. */
 static void *fit_mode(struct hz_arena *a, size_t npages, int mode, struct hz_chunk **cp)
 {
 	for (unsigned i = 0; i < a->nchunks; i++) {
