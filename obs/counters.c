@@ -55,6 +55,13 @@ static void tstats_exit(void *arg)
  * unlinked for now and keeps counting; a later count links it. */
 void hz_tstats_link(struct hz_tstats *t)
 {
+	/* The key first, whether or not the lock is had: a thread that exits
+	 * before a later count links it still has its counts folded in (its
+	 * destructor adds an unlinked block as a linked one). The key exists
+	 * from setup on; a thread that counted before it (the main thread)
+	 * is summed until exit anyway. */
+	if (tstats_key_ok)
+		pthread_setspecific(tstats_key, t);
 	if (pthread_mutex_trylock(&tstats_lock))
 		return;
 	if (!t->state) {
@@ -63,10 +70,6 @@ void hz_tstats_link(struct hz_tstats *t)
 		t->state = 1;
 	}
 	pthread_mutex_unlock(&tstats_lock);
-	/* The key exists from setup on; a thread that counted before it (the
-	 * main thread) is summed until exit anyway. */
-	if (tstats_key_ok)
-		pthread_setspecific(tstats_key, t);
 }
 
 void hz_tstats_sum(struct hz_tstats *out)
