@@ -55,7 +55,7 @@ static void *take(struct hz_chunk *c, size_t i, size_t npages)
 	return c->base + (i << HZ_PAGE_SHIFT);
 }
 
-void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid)
+void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, size_t align, int avoid)
 {
 	int avoid_busy = avoid != HZ_FIT_ANY;
 	if (npages == 0 || npages > c->free_pages)
@@ -64,9 +64,9 @@ void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid)
 	size_t i = hz_bits_find(c->used, 0, HZ_CHUNK_PAGES, 0);
 	while (i < HZ_CHUNK_PAGES) {
 		size_t j = hz_bits_find(c->used, i, HZ_CHUNK_PAGES, 1);
-		size_t at = i;
+		size_t at = hz_round_up(i, align);
 		if (avoid_busy && at < bhi && blo < at + npages)
-			at = bhi; /* past the zeroer's pages, if the run still fits */
+			at = hz_round_up(bhi, align); /* past the zeroer's pages, if the run still fits */
 		/* Avoiding, only pages in memory: waiting for the zeroer's step
 		 * costs less than faulting fresh pages in. */
 		if (j >= at && j - at >= npages &&
@@ -80,7 +80,7 @@ void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid)
 
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages)
 {
-	return hz_chunk_alloc_avoiding(c, npages, HZ_FIT_ANY);
+	return hz_chunk_alloc_avoiding(c, npages, 1, HZ_FIT_ANY);
 }
 
 size_t hz_chunk_block_pages(const struct hz_chunk *c, const void *p)

@@ -62,12 +62,14 @@ void hz_chunk_destroy(struct hz_chunk *c);
  * caller clears or writes them (hz_chunk_mark_dirty); taken_fresh counts
  * those that were not in memory. */
 void *hz_chunk_alloc(struct hz_chunk *c, size_t npages);
-/* The same, with avoid HZ_FIT_IN_MEMORY a run all in memory (dirty or
- * clean) that never overlaps the pages the zeroer has claimed (busy_lo,
- * busy_hi); with HZ_FIT_AWAY any run that does not overlap them: NULL
- * when there is none. */
+/* The same, starting at a page index that is a multiple of align (a power
+ * of two: chunks are chunk-aligned, so the address is too); with avoid
+ * HZ_FIT_IN_MEMORY a run all in memory (dirty or clean) that never
+ * overlaps the pages the zeroer has claimed (busy_lo, busy_hi); with
+ * HZ_FIT_AWAY any run that does not overlap them: NULL when there is
+ * none. */
 enum hz_fit { HZ_FIT_ANY, HZ_FIT_IN_MEMORY, HZ_FIT_AWAY };
-void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, int avoid);
+void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, size_t align, int avoid);
 /* The length in pages of the live block starting at p, or 0 when p is not
  * the start of a live block of this chunk (a foreign pointer, or one freed
  * already). */

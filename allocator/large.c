@@ -71,7 +71,7 @@ static HZ_NOINLINE void relieve(size_t size)
 	__atomic_store_n(&hz_large_pressed, 1, __ATOMIC_RELAXED);
 }
 
-void *hz_large_alloc(size_t size, int zero)
+void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 {
 	void *p = NULL;
 	int refill = 0, probe = 0;
@@ -89,7 +89,8 @@ void *hz_large_alloc(size_t size, int zero)
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
 	if (size && size <= HZ_LARGE_MAX && !hz_huge_fitted)
-		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, zero, &refill);
+		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero,
+				 &refill);
 	/* Larger blocks, and those no chunk could be mapped for (an
 	 * address-space limit): a mapping of their own. */
 	if (!p && size)
@@ -102,21 +103,24 @@ void *hz_large_alloc(size_t size, int zero)
 	return p;
 }
 
-size_t hz_large_usable(const void *p)
+/* The huge block o found for p, when p is its first byte. */
+static struct hz_huge *huge_at(struct hz_owner o, const void *p)
 {
-	struct hz_huge *h = hz_huge_at(p);
-	if (h)
-		return hz_huge_cache_usable(h);
-	struct hz_chunk *c = hz_chunk_of(p);
-	return c ? hz_run_usable(c, p) : 0;
+	return o.huge && o.huge->base == p ? o.huge : NULL;
 }
 
-int hz_large_free(void *p)
+size_t hz_large_usable(struct hz_owner o, const void *p)
+{
+	if (o.huge)
+		return huge_at(o, p) ? hz_huge_cache_usable(o.huge) : 0;
+	return o.chunk ? hz_run_usable(o.chunk, p) : 0;
+}
+
+int hz_large_free(struct hz_owner o, void *p)
 {
 	hz_fresh_freed(p);
-	struct hz_huge *h = hz_huge_at(p);
-	struct hz_chunk *c = h ? NULL : hz_chunk_of(p);
-	int r = h ? hz_huge_cache_free(h) : c ? hz_run_free(c, p) : -1;
+	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge) : -1)
+		: o.chunk ? hz_run_free(o.chunk, p) : -1;
 	if (!r)
 		hz_zeroer_kick(1, 1); /* dirty memory to clear */
 	return r;
@@ -124,48 +128,40 @@ int hz_large_free(void *p)
 
 /* In place: a chunk block resized within its chunk, or a huge block
  * within its mapping. 0 when done. */
-static int resize_in_place(void *p, size_t old, size_t size)
+static int resize_in_place(struct hz_owner o, void *p, size_t old, size_t size)
 {
-	struct hz_chunk *c = hz_chunk_of(p);
-	if (c && size <= HZ_LARGE_MAX)
-		return hz_run_resize(c, p, old, size);
-	struct hz_huge *h = hz_huge_at(p);
-	if (h && size > HZ_LARGE_MAX)
-		return hz_huge_cache_resize(h, size);
+	if (o.chunk && size <= HZ_LARGE_MAX)
+		return hz_run_resize(o.chunk, p, old, size);
+	if (huge_at(o, p) && size > HZ_LARGE_MAX)
+		return hz_huge_cache_resize(o.huge, size);
 	return -1;
 }
 
-size_t hz_large_resize(void *p, size_t size)
+size_t hz_large_resize(struct hz_owner o, void *p, size_t size)
 {
-	size_t old = hz_large_usable(p);
+	size_t old = hz_large_usable(o, p);
 	if (old && size && size <= hz_large_max && size != old)
-		resize_in_place(p, old, size);
-	return hz_large_usable(p);
+		resize_in_place(o, p, old, size);
+	return hz_large_usable(o, p);
 }
 
-void *hz_large_realloc(void *p, size_t size)
+void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size)
 {
-	size_t old = hz_large_usable(p);
-	if (!old) {
-		errno = EINVAL;
-		return NULL;
-	}
 	if (size == 0 || size > hz_large_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	hz_fresh_freed(p); /* a watched block is read before it changes */
-	if (!resize_in_place(p, old, size))
+	if (!resize_in_place(o, p, old, size))
 		return p;
-	struct hz_huge *h = hz_huge_at(p);
-	void *q = h && size > HZ_LARGE_MAX ? hz_huge_cache_move(h, size) : NULL;
+	void *q = huge_at(o, p) && size > HZ_LARGE_MAX ? hz_huge_cache_move(o.huge, size) : NULL;
 	if (q)
 		return q;
 	/* A new block, the bytes copied. */
 	if (!(q = hz_large_alloc(size, 0)))
 		return NULL;
 	memcpy(q, p, old < size ? old : size);
-	hz_large_free(p);
+	hz_large_free(o, p);
 	return q;
 }
 

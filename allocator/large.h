@@ -37,50 +37,71 @@ void hz_large_setup(const struct hz_large_cfg *cfg);
 
 /* The largest block anyone could serve here (hz_limits_max_block, at
  * most HZ_HUGE_MAX and a quarter of the window): a larger request fails
- * with ENOMEM, as glibc's mmap does. Set by hz_large_setup. */
+ * with ENOMEM, as glibc's mmap does. Set by hz_large_setup. Where the
+ * kernel charges every mapping in full (vm.overcommit_memory 2 ignores
+ * MAP_NORESERVE), no chunk is reserved: every block is a mapping of its
+ * own size (hz_huge_fitted), and the arenas keep at most 16 MiB free, no
+ * reserve. */
 extern size_t hz_large_max;
-/* Where the kernel charges every mapping in full (vm.overcommit_memory 2
- * ignores MAP_NORESERVE), no chunk is reserved: every block is a mapping
- * of its own size (hz_huge_fitted), and the arenas keep at most 16 MiB
- * free, no reserve. */
 
 /* Set when the arenas gave their free memory back near a memory cgroup's
  * limit: whoever holds other free memory (the small engine) gives it
  * back too, and clears it. */
 extern int hz_large_pressed;
 
-/* A block of at least size bytes (0 < size <= hz_large_max),
- * page-aligned; with zero set its bytes read as zero, cleared only where
- * pages were dirty (a recycled huge block is cleared whole, hinted at its
- * first page). NULL with errno ENOMEM when size is out of range or memory
- * is exhausted. Near a memory cgroup's limit, the arenas give their free
- * memory back first. */
-void *hz_large_alloc(size_t size, int zero);
-/* The usable size of the live block at p, or 0 when p is not one. */
-size_t hz_large_usable(const void *p);
+/* A block of at least size bytes (0 < size <= hz_large_max), aligned
+ * to align (a power of two from HZ_PAGE to HZ_HUGE_SIZE: chunks and huge
+ * blocks are chunk-aligned, so a run is placed on the alignment); with
+ * zero set its bytes read as zero, cleared only where pages were dirty (a
+ * recycled huge block is cleared whole, hinted at its first page). NULL
+ * with errno ENOMEM when size is out of range or memory is exhausted.
+ * Near a memory cgroup's limit, the arenas give their free memory back
+ * first. */
+void *hz_large_alloc_aligned(size_t size, size_t align, int zero);
+static inline void *hz_large_alloc(size_t size, int zero)
+{
+	return hz_large_alloc_aligned(size, HZ_PAGE, zero);
+}
+
+/* Whose a pointer is, found once (one registry lookup, no lock) and
+ * handed to every call below: a chunk's, a huge block's, or neither
+ * (someone else's memory). */
+struct hz_owner {
+	struct hz_chunk *chunk;
+	struct hz_huge *huge;
+};
+static inline struct hz_owner hz_large_owner(const void *p)
+{
+	uintptr_t e = hz_reg_get(p);
+	struct hz_owner o = {0, 0};
+	if (!(e & HZ_REG_HUGE)) /* none, or a chunk, which fills its slot */
+		o.chunk = (struct hz_chunk *)e;
+	else if (hz_huge_holds(p, e))
+		o.huge = (struct hz_huge *)(e & ~HZ_REG_HUGE);
+	return o;
+}
+/* Whether the pointer o was found for lies in memory of the arenas (a
+ * chunk or a huge block). Memory outside is someone else's. */
+static inline int hz_large_owns(struct hz_owner o)
+{
+	return o.chunk || o.huge;
+}
+/* The usable size of the live block at p (whose owner is o), or 0 when p
+ * is not one. */
+size_t hz_large_usable(struct hz_owner o, const void *p);
 /* Frees the live block at p: 0, or -1 when p is not a live block (a
  * foreign pointer, or one freed already): the caller reports it. */
-int hz_large_free(void *p);
-/* Resizes the live block at p to size bytes (0 < size <= hz_large_max):
- * in place when its chunk has the pages after it free (or it shrinks);
- * otherwise a new block, chunk blocks copied, huge blocks moved by the
- * kernel (mremap) without copying a byte. Returns the block, or NULL with
- * errno ENOMEM (p untouched), or NULL with errno EINVAL when p is not a
- * live block. */
-void *hz_large_realloc(void *p, size_t size);
+int hz_large_free(struct hz_owner o, void *p);
+/* Resizes the live block at p, of old usable bytes (hz_large_usable), to
+ * size bytes (0 < size <= hz_large_max): in place when its chunk has the
+ * pages after it free (or it shrinks); otherwise a new block, chunk
+ * blocks copied, huge blocks moved by the kernel (mremap) without copying
+ * a byte. Returns the block, or NULL with errno ENOMEM (p untouched). */
+void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size);
 /* Resizes the live block at p to size bytes only where it stays in place
  * (jemalloc's xallocx); returns its usable size after, or 0 when p is not
  * a live block. */
-size_t hz_large_resize(void *p, size_t size);
-/* Whether p lies in memory of the arenas (a chunk or a huge block): no
- * lock. Memory outside is someone else's. */
-static inline int hz_large_owns(const void *p)
-{
-	uintptr_t e = hz_reg_get(p);
-	if (!(e & HZ_REG_HUGE)) /* none, or a chunk, which fills its slot */
-		return e != 0;
-	return hz_huge_holds(p, e);
-}
+size_t hz_large_resize(struct hz_owner o, void *p, size_t size);
 /* The usable size hz_large_alloc(size) gives (whole pages), or 0 when size
  * is out of range. */
 static inline size_t hz_large_good_size(size_t size)

@@ -24,12 +24,12 @@ static void count_refaults(struct hz_arena *a, const struct hz_chunk *c)
 
 /* A run of npages in a's chunks that `mode` allows (chunk.h), first fit
  * (lock held); NULL when none. */
-static void *fit_mode(struct hz_arena *a, size_t npages, int mode, struct hz_chunk **cp)
+static void *fit_mode(struct hz_arena *a, size_t npages, size_t align, int mode, struct hz_chunk **cp)
 {
 	for (unsigned i = 0; i < a->nchunks; i++) {
 		void *p;
 		struct hz_chunk *c = a->chunks[i];
-		if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, mode))) {
+		if (c->free_pages >= npages && (p = hz_chunk_alloc_avoiding(c, npages, align, mode))) {
 			*cp = c;
 			return p;
 		}
@@ -42,18 +42,21 @@ static void *fit_mode(struct hz_arena *a, size_t npages, int mode, struct hz_chu
  * (claim.h): with w IN_MEMORY_IF_FREE, only such a run. Then, where the
  * zeroer has stalled, fresh pages away from its piece; then any run (a
  * handout of its piece waits for its step), unless wait is 0. */
-static void *fit(struct hz_arena *a, size_t npages, enum where w, int wait, struct hz_chunk **cp)
+static void *fit(struct hz_arena *a, size_t npages, size_t align, enum where w, int wait,
+		 struct hz_chunk **cp)
 {
-	void *p = fit_mode(a, npages, HZ_FIT_IN_MEMORY, cp);
+	void *p = fit_mode(a, npages, align, HZ_FIT_IN_MEMORY, cp);
 	if (p || w == IN_MEMORY_IF_FREE)
 		return p;
-	if (hz_claim_stalled(a) && (p = fit_mode(a, npages, HZ_FIT_AWAY, cp)))
+	if (hz_claim_stalled(a) && (p = fit_mode(a, npages, align, HZ_FIT_AWAY, cp)))
 		return p;
-	return wait ? fit_mode(a, npages, HZ_FIT_ANY, cp) : NULL;
+	return wait ? fit_mode(a, npages, align, HZ_FIT_ANY, cp) : NULL;
 }
 
-/* A run of npages in a, looked for as w says; NULL when none. */
-static void *alloc_in(struct hz_arena *a, size_t npages, int zero, enum where w, int *refill)
+/* A run of npages in a, its first page a multiple of align pages, looked
+ * for as w says; NULL when none. */
+static void *alloc_in(struct hz_arena *a, size_t npages, size_t align, int zero, enum where w,
+		      int *refill)
 {
 	struct hz_chunk *c = NULL;
 	if (w != IN_MEMORY_IF_FREE)
@@ -61,13 +64,13 @@ static void *alloc_in(struct hz_arena *a, size_t npages, int zero, enum where w,
 	else if (pthread_mutex_trylock(&a->lock))
 		return NULL;
 	/* A stalled zeroer is not waited for while a new chunk can be had. */
-	void *p = fit(a, npages, w, !(w == GROW && hz_claim_stalled(a)), &c);
+	void *p = fit(a, npages, align, w, !(w == GROW && hz_claim_stalled(a)), &c);
 	if (!p && w == GROW) {
 		pthread_mutex_unlock(&a->lock);
 		hz_fresh_probe_if_due(0); /* the new chunk is what it decides */
 		hz_arena_grow(a);
 		pthread_mutex_lock(&a->lock);
-		p = fit(a, npages, ANY, 1, &c); /* another thread may have taken or added room */
+		p = fit(a, npages, align, ANY, 1, &c); /* another thread may have taken or added room */
 	}
 	struct hz_zero_plan plan;
 	int readvise = 0, sample = 0, all_fresh = 0, advice = 0;
@@ -136,21 +139,21 @@ static struct hz_arena *next_arena(const struct hz_arena *home, unsigned i)
 	return &hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS];
 }
 
-void *hz_run_alloc(size_t npages, int zero, int *refill)
+void *hz_run_alloc(size_t npages, size_t align, int zero, int *refill)
 {
 	struct hz_arena *home = hz_arena_of_thread();
-	void *p = alloc_in(home, npages, zero, IN_MEMORY_IF_FREE, refill);
+	void *p = alloc_in(home, npages, align, zero, IN_MEMORY_IF_FREE, refill);
 	/* Memory another thread's arena holds free in memory before pages
 	 * that fault in: a page given back and taken again is a fault, a
 	 * lock taken is not (a JVM's buffers freed by its cleaner thread, a
 	 * server's blocks freed by another worker). */
 	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(next_arena(home, i), npages, zero, IN_MEMORY_IF_FREE, refill);
+		p = alloc_in(next_arena(home, i), npages, align, zero, IN_MEMORY_IF_FREE, refill);
 	if (!p)
-		p = alloc_in(home, npages, zero, GROW, refill);
+		p = alloc_in(home, npages, align, zero, GROW, refill);
 	/* No chunk could be mapped: room in the other arenas' chunks. */
 	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(next_arena(home, i), npages, zero, ANY, refill);
+		p = alloc_in(next_arena(home, i), npages, align, zero, ANY, refill);
 	return p;
 }
 

@@ -11,13 +11,14 @@
 
 #pragma GCC visibility push(hidden)
 
-/* A run of npages pages in the calling thread's arena, a new chunk mapped
+/* A run of npages pages, its first page's index in its chunk a multiple
+ * of align (a power of two up to HZ_HUGE_PAGES), in the calling thread's arena, a new chunk mapped
  * when none has room; where no chunk can be mapped (an address-space
  * limit), a run in another arena's chunks. With zero set its bytes read
  * as zero. *refill is set when the block took pages of the reserve or
  * pages not in memory (the zeroer has a reserve to refill), else left.
  * NULL when no arena has room and no chunk can be mapped. */
-void *hz_run_alloc(size_t npages, int zero, int *refill);
+void *hz_run_alloc(size_t npages, size_t align, int zero, int *refill);
 /* The length in bytes of the live block at p in chunk c, or 0. */
 size_t hz_run_usable(struct hz_chunk *c, const void *p);
 /* Frees the live block at p in chunk c: 0, or -1 when p is not one. */

@@ -34,7 +34,7 @@ static double one(int hz, size_t n, int fresh)
 	touch(p, n);
 	if (!fresh) {
 		if (hz)
-			hz_large_free(p);
+			hz_large_free(hz_large_owner(p), p);
 		else
 			free(p);
 	}

@@ -13,7 +13,6 @@ const char *const hz_ab_op_names[HZ_AB_OPS] = {"memset", "calloc"};
 static double share_a; /* the probability of arm A */
 static uint64_t seed;
 static unsigned next_thread;
-static hz_ab_memset_fn baseline_memset;
 
 static struct hz_ab_cell cells[2][HZ_AB_OPS][HZ_CLASSES];
 static uint64_t hist[2][HZ_AB_OPS][HZ_CLASSES][HZ_AB_BUCKETS];
@@ -21,18 +20,17 @@ static pthread_mutex_t lock[HZ_AB_OPS] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUT
 
 static HZ_TLS uint64_t rng;
 
-void hz_ab_setup(double share, uint64_t s, size_t min, hz_ab_memset_fn baseline)
+void hz_ab_setup(double share, uint64_t s, size_t min)
 {
 	share_a = share;
 	seed = s;
 	hz_ab_min = min;
-	baseline_memset = baseline;
 	__atomic_store_n(&hz_ab_on, 1, __ATOMIC_RELEASE);
 }
 
 /* Arm A with probability share_a: a per-thread xorshift64*, seeded from
  * the seed and the thread's arrival. */
-static int arm_a(void)
+int hz_ab_pick(void)
 {
 	if (hz_unlikely(!rng)) {
 		unsigned k = __atomic_fetch_add(&next_thread, 1, __ATOMIC_RELAXED) + 1;
@@ -42,7 +40,7 @@ static int arm_a(void)
 	rng ^= rng << 25;
 	rng ^= rng >> 27;
 	uint64_t r = rng * 0x2545F4914F6CDD1Dull;
-	return (double)(r >> 11) * 0x1p-53 < share_a;
+	return (double)(r >> 11) * 0x1p-53 < share_a ? HZ_AB_A : HZ_AB_B;
 }
 
 /* Never waits: a memset in a signal handler may interrupt this very
@@ -50,10 +48,11 @@ static int arm_a(void)
  * dropped (counted in `dropped`). */
 static uint64_t dropped;
 
-static void record(int a, int op, size_t n, uint64_t t)
+void hz_ab_record(int op, int arm, size_t n, uint64_t t)
 {
 	unsigned k = hz_class(n);
-	struct hz_ab_cell *c = &cells[!a][op][k];
+	int b = arm == HZ_AB_B;
+	struct hz_ab_cell *c = &cells[b][op][k];
 	double ns = (double)t;
 	if (pthread_mutex_trylock(&lock[op])) {
 		__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
@@ -63,29 +62,8 @@ static void record(int a, int op, size_t n, uint64_t t)
 	c->bytes += n;
 	c->ns += ns;
 	c->ns2 += ns * ns;
-	hist[!a][op][k][hz_ab_bucket(ns)]++;
+	hist[b][op][k][hz_ab_bucket(ns)]++;
 	pthread_mutex_unlock(&lock[op]);
-}
-
-void *hz_ab_memset(void *p, int c, size_t n, hz_ab_memset_fn b)
-{
-	int a = arm_a();
-	uint64_t t0 = hz_os_now_ns();
-	(a ? baseline_memset : b)(p, c, n);
-	record(a, HZ_AB_MEMSET, n, hz_os_now_ns() - t0);
-	return p;
-}
-
-void *hz_ab_calloc(size_t size, void *(*alloc)(size_t, int))
-{
-	int a = arm_a();
-	uint64_t t0 = hz_os_now_ns();
-	void *p = alloc(size, !a);
-	if (p && a)
-		baseline_memset(p, 0, size);
-	if (p)
-		record(a, HZ_AB_CALLOC, size, hz_os_now_ns() - t0);
-	return p;
 }
 
 void hz_ab_each(hz_ab_fn fn, void *arg)

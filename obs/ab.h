@@ -1,8 +1,8 @@
-/* Per-call A/B arms: each eligible call (memset, and calloc of an arena
- * block, from a minimum size) goes at random to arm A, the baseline
- * (glibc's memset; for calloc, the block cleared whole by glibc's memset,
- * as glibc's allocator clears memory it recycles), or to arm B, hugezero's
- * own path. Both give the same bytes. Each arm records per size class
+/* Per-call A/B arms: each eligible call (memset, and every zeroed arena
+ * block: calloc, mallocx with MALLOCX_ZERO, from a minimum size) goes at
+ * random to arm A, the baseline (glibc's memset; for a zeroed block, the
+ * block cleared whole by glibc's memset, as glibc's allocator clears
+ * memory it recycles), or to arm B, hugezero's own path. Both give the same bytes. Each arm records per size class
  * calls, bytes, time and a latency histogram; the report gives their
  * means, percentiles, throughput and the B/A ratio of mean times with a
  * 95% confidence interval and a verdict. Recording never waits for its
@@ -25,17 +25,28 @@ extern const char *const hz_ab_op_names[HZ_AB_OPS];
 extern int hz_ab_on;
 extern size_t hz_ab_min;
 
-typedef void *(*hz_ab_memset_fn)(void *p, int c, size_t n);
 /* Starts the arms: share_a (0 to 1) of eligible calls from min bytes go
- * to arm A, whose memset is baseline; seed makes the assignment
- * repeatable. At initialisation, before threads are made. */
-void hz_ab_setup(double share_a, uint64_t seed, size_t min, hz_ab_memset_fn baseline);
+ * to arm A; seed makes the assignment repeatable. At initialisation,
+ * before threads are made. */
+void hz_ab_setup(double share_a, uint64_t seed, size_t min);
 
-/* memset of n >= hz_ab_min bytes through an arm; arm B is b. */
-HZ_NOINLINE void *hz_ab_memset(void *p, int c, size_t n, hz_ab_memset_fn b);
-/* An arena block for calloc of size >= hz_ab_min bytes through an arm:
- * alloc(size, zero) is the arenas' allocation. */
-HZ_NOINLINE void *hz_ab_calloc(size_t size, void *(*alloc)(size_t, int));
+/* The arms decide nothing and call nothing: the caller asks which arm a
+ * call takes, makes the call that arm stands for (A: the baseline, glibc's
+ * way; B: hugezero's), and records how long it took. */
+enum hz_ab_arm { HZ_AB_NONE, HZ_AB_A, HZ_AB_B };
+HZ_NOINLINE int hz_ab_pick(void);
+/* The arm of an op call of size bytes: HZ_AB_NONE when the arms are off
+ * or the call is below their minimum (one load and a branch). */
+static inline int hz_ab_arm(int op, size_t size)
+{
+	(void)op;
+	if (hz_likely(!__atomic_load_n(&hz_ab_on, __ATOMIC_RELAXED)) || size < hz_ab_min)
+		return HZ_AB_NONE;
+	return hz_ab_pick();
+}
+/* Records a call of arm (HZ_AB_A or HZ_AB_B) for op: n bytes in ns
+ * nanoseconds. Never waits (see hz_ab_dropped). */
+void hz_ab_record(int op, int arm, size_t n, uint64_t ns);
 
 /* One arm's figures for one operation and size class. */
 struct hz_ab_cell {

@@ -8,9 +8,9 @@
  * rooms keep reach the report through hz_obs_add_source, the one
  * registration point. It stands on arch/ (the kernel table, the engine
  * whose clears it counts) and the OS contract (os/os.h), and
- * knows nothing of allocation, the exported ABI or options: what it needs
- * of them (glibc's memset for arm A, a backtrace function for call sites)
- * is handed to its setup functions.
+ * knows nothing of allocation, the exported ABI or options. The arms say
+ * which arm a call takes and record its time; the caller makes the call
+ * (ab.h).
  *
  *   counters.h   per-thread and engine counters, the counted clears
  *   ab.h         the A/B arms and their statistics

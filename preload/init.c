@@ -17,6 +17,7 @@
 #include "../obs/report.h"
 #include "dynamic.h"
 #include "fork.h"
+#include "alloc.h"
 #include "glibc.h"
 #include "init.h"
 #include "options.h"
@@ -69,14 +70,14 @@ static void configure_ab(void)
 		return;
 	}
 	/* glibc's memset: the next definition after this library's. */
-	hz_ab_memset_fn glibc = (hz_ab_memset_fn)hz_glibc_lookup(&next, "memset");
-	if (!glibc) {
+	hz_ab_baseline = (void *(*)(void *, int, size_t))hz_glibc_lookup(&next, "memset");
+	if (!hz_ab_baseline) {
 		hz_os_log("HUGEZERO_AB: glibc's memset not found; arms off", NULL, NULL);
 		return;
 	}
 	const struct hz_option_value *seed = hz_option(HZ_OPT_AB_SEED), *min = hz_option(HZ_OPT_AB_MIN);
 	hz_ab_setup(share, seed->given ? seed->size : hz_os_realtime_ns() / 1000000000u,
-		    min->size > HZ_FRONT_MAX ? min->size : HZ_FRONT_MAX + 1, glibc);
+		    min->size > HZ_FRONT_MAX ? min->size : HZ_FRONT_MAX + 1);
 }
 
 static void configure_callsites(void)

@@ -1,8 +1,9 @@
 /* jemalloc's extended API, routed by owner. Programs built for jemalloc
  * (Debian's redis-server) call these on pointers they got from malloc:
- * each reaches whoever owns the pointer. Large requests with no alignment
- * above a page and no explicit jemalloc arena go to the hugepage arenas,
- * as malloc's do; the rest to the embedded jemalloc, flags and all. */
+ * each reaches whoever owns the pointer. They take malloc's slow paths
+ * with their flags (alloc.h): large requests aligned to at most a huge
+ * page, with no explicit jemalloc arena, go to the hugepage arenas; the
+ * rest to the embedded jemalloc, flags and all. */
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -18,22 +19,9 @@
 
 HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
-static int route_large(size_t size, int flags)
-{
-	return hz_route_large(size) && HZ_JE_ALIGN_OF(flags) <= HZ_PAGE && !(flags & HZ_JE_ARENA_MASK);
-}
-
 HZ_EXPORT void *mallocx(size_t size, int flags)
 {
-	if (hz_unlikely(!hz_allocator_started))
-		hz_allocator_start();
-	if (hz_unlikely(hz_mode_off))
-		return hz_off_mallocx(size, flags);
-	if (route_large(size, flags))
-		return hz_large_alloc(size, flags & HZ_JE_ZERO);
-	if ((flags & HZ_JE_ZERO) && hz_small_clears(size))
-		return hz_small_calloc(size, flags & ~HZ_JE_ZERO);
-	return hz_je_mallocx(size, flags);
+	return hz_alloc_slow(size, flags);
 }
 
 HZ_EXPORT size_t nallocx(size_t size, int flags)
@@ -42,7 +30,7 @@ HZ_EXPORT size_t nallocx(size_t size, int flags)
 		hz_allocator_start();
 	if (hz_unlikely(hz_mode_off))
 		return size; /* glibc gives at least that */
-	if (route_large(size, flags))
+	if (hz_alloc_large(size, flags))
 		return hz_large_good_size(size);
 	return hz_je_nallocx(size, flags);
 }
@@ -78,19 +66,7 @@ HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
  * size read as zero. NULL (p untouched) when memory is exhausted. */
 HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
 {
-	if (hz_unlikely(hz_mode_off))
-		return hz_off_rallocx(p, size, flags);
-	int mine = hz_large_owns(p);
-	size_t old = mine ? hz_large_usable(p) : 0;
-	if (mine && !old)
-		hz_bad_pointer("rallocx(): invalid pointer");
-	int large = route_large(size, flags);
-	if (mine && large && !(flags & HZ_JE_ZERO))
-		return hz_large_realloc(p, size);
-	if (!mine && !large)
-		return hz_je_rallocx(p, size, flags);
-	/* Between owners, or zeroing: a new block, the bytes copied. */
-	return hz_realloc_copy(mallocx(size, flags), p, mine ? old : hz_je_sallocx(p, 0), size);
+	return hz_realloc_slow(p, size, flags);
 }
 
 /* Resizes in place only, to at least size and at most size + extra bytes
@@ -99,12 +75,13 @@ HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 {
 	if (hz_unlikely(hz_mode_off))
 		return malloc_usable_size(p);
-	if (hz_unlikely(hz_large_owns(p))) {
-		size_t old = hz_large_usable(p);
+	struct hz_owner o = hz_large_owner(p);
+	if (hz_unlikely(hz_large_owns(o))) {
+		size_t old = hz_large_usable(o, p);
 		size_t want = size + extra < size ? SIZE_MAX : size + extra;
-		if (hz_large_resize(p, want) < size && want != size)
-			hz_large_resize(p, size);
-		size_t now = hz_large_usable(p);
+		if (hz_large_resize(o, p, want) < size && want != size)
+			hz_large_resize(o, p, size);
+		size_t now = hz_large_usable(o, p);
 		if ((flags & HZ_JE_ZERO) && now > old) /* the pages it grew into */
 			hz_fill_counted((char *)p + old, 0, now - old);
 		return now;

@@ -48,7 +48,7 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 	 * is cleared in place or known fresh (small.h). */
 	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_min))
 		return hz_je_calloc(1, total);
-	return hz_alloc_slow(total, 1);
+	return hz_alloc_slow(total, HZ_JE_ZERO);
 }
 
 HZ_EXPORT void free(void *p)
@@ -77,7 +77,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 		return hz_je_malloc_usable_size(p);
 	if (hz_unlikely(hz_mode_off))
 		return hz_off_malloc_usable_size(p);
-	return hz_large_owns(p) ? hz_large_usable(p) : hz_je_malloc_usable_size(p);
+	return hz_usable_slow(p);
 }
 
 /* Between two sizes below hz_large_min, a block of jemalloc's is
@@ -86,7 +86,7 @@ HZ_EXPORT void *realloc(void *p, size_t size)
 {
 	if (hz_likely(size && size < hz_large_min && !hz_reg_in_window(p)))
 		return hz_je_realloc(p, size);
-	return hz_realloc_slow(p, size);
+	return hz_realloc_slow(p, size, 0);
 }
 
 HZ_EXPORT void *reallocarray(void *p, size_t n, size_t size)

@@ -26,6 +26,7 @@
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
 #include "../obs/report.h"
+#include "alloc.h"
 #include "init.h"
 #include "preload.h"
 #include "start.h"
@@ -34,17 +35,25 @@ HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* The program's large memset: the policy's kernel, counted (its calls
- * and bytes are the per-thread classes' of memset_large: no atomic before
- * the kernel, which would wait for the last call's stores to drain). */
-static void *memset_policy(void *p, int c, size_t n)
+/* A large memset in the arms (ab.h): glibc's (arm A) or the policy's
+ * kernel (arm B), timed. */
+static HZ_NOINLINE void *memset_arm(void *p, int c, size_t n, int arm)
 {
-	return hz_fill_counted(p, c, n);
+	uint64_t t0 = hz_os_now_ns();
+	if (arm == HZ_AB_A)
+		hz_ab_baseline(p, c, n);
+	else
+		hz_fill_counted(p, c, n);
+	hz_ab_record(HZ_AB_MEMSET, arm, n, hz_os_now_ns() - t0);
+	return p;
 }
 
 /* memset's way out of the front end: above HZ_FRONT_MAX, and every size
  * while memset goes through the pointer (before setup, on a CPU without
- * the widest front end, or glibc's in off mode). */
+ * the widest front end, or glibc's in off mode). The program's large
+ * memset is the policy's kernel, counted (its calls and bytes are the
+ * per-thread classes' of memset_large: no atomic before the kernel, which
+ * would wait for the last call's stores to drain). */
 static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 {
 	if (n <= HZ_FRONT_MAX)
@@ -55,9 +64,10 @@ static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 		return hz_memset_impl(p, c, n);
 	if (hz_unlikely(hz_callsites_on))
 		hz_callsite(n);
-	if (hz_unlikely(hz_ab_on) && n >= hz_ab_min)
-		return hz_ab_memset(p, c, n, memset_policy);
-	return memset_policy(p, c, n);
+	int arm = hz_ab_arm(HZ_AB_MEMSET, n);
+	if (hz_unlikely(arm))
+		return memset_arm(p, c, n, arm);
+	return hz_fill_counted(p, c, n);
 }
 
 /* memset is the architecture's widest front end (arch/<cpu>/widest.h and

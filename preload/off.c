@@ -5,7 +5,6 @@
 
 #include "../allocator/small.h"
 #include "../arch/arch.h"
-#include "alloc.h"
 #include "dynamic.h"
 #include "glibc.h"
 #include "off.h"
@@ -49,6 +48,8 @@ int hz_off_mallopt(int param, int value)
 void *hz_off_mallocx(size_t size, int flags)
 {
 	size_t align = HZ_JE_ALIGN_OF(flags);
+	if (align <= 16 && (flags & HZ_JE_ZERO)) /* glibc's calloc knows fresh memory */
+		return hz_glibc_calloc(1, size);
 	void *p = align > 16 ? hz_glibc_memalign(align, size) : hz_glibc_malloc(size);
 	if (p && (flags & HZ_JE_ZERO))
 		hz_memset_impl(p, 0, size); /* glibc's once the constructor diverted it */
@@ -57,5 +58,11 @@ void *hz_off_mallocx(size_t size, int flags)
 
 void *hz_off_rallocx(void *p, size_t size, int flags)
 {
-	return hz_realloc_copy(hz_off_mallocx(size, flags), p, hz_off_malloc_usable_size(p), size);
+	void *q = hz_off_mallocx(size, flags);
+	if (q) {
+		size_t have = hz_off_malloc_usable_size(p);
+		memcpy(q, p, have < size ? have : size);
+		hz_glibc_free(p);
+	}
+	return q;
 }

@@ -48,6 +48,27 @@ Test(chunk, runs_coalesce_and_bad_pointers)
 	done(c);
 }
 
+/* An aligned run starts on its alignment, past a free gap too short or
+ * misplaced for it, which later runs still take. */
+Test(chunk, aligned_runs)
+{
+	struct hz_chunk *c = new_chunk();
+	unsigned char *a = hz_chunk_alloc(c, 3);
+	unsigned char *h = hz_chunk_alloc_avoiding(c, 10, HZ_HUGE_PAGES, HZ_FIT_ANY);
+	cr_assert_eq(h, c->base + HZ_HUGE_SIZE, "the first huge page boundary after the taken pages");
+	cr_assert_eq(hz_chunk_block_pages(c, h), 10);
+	unsigned char *b = hz_chunk_alloc_avoiding(c, 4, 16, HZ_FIT_ANY);
+	cr_assert_eq(b, a + 16 * HZ_PAGE, "the gap's first multiple of 16 pages");
+	cr_assert_eq(hz_chunk_alloc(c, 12), a + 3 * HZ_PAGE, "the gap before it, unaligned");
+	cr_assert_eq(c->free_pages, HZ_CHUNK_PAGES - 29);
+	/* One page on a huge page, not in the free pages after h: past them. */
+	cr_assert_eq(hz_chunk_alloc_avoiding(c, 1, HZ_HUGE_PAGES, HZ_FIT_ANY), c->base + 2 * HZ_HUGE_SIZE);
+	/* h freed: a whole huge page fits exactly where it was. */
+	cr_assert_eq(hz_chunk_free(c, h), 10);
+	cr_assert_eq(hz_chunk_alloc_avoiding(c, HZ_HUGE_PAGES, HZ_HUGE_PAGES, HZ_FIT_ANY), h);
+	done(c);
+}
+
 Test(chunk, calloc_clears_only_dirty_pages)
 {
 	struct hz_chunk *c = new_chunk();

@@ -79,10 +79,10 @@ Test(claim, stepped_around)
 	struct hz_chunk *c = dirty_chunk(64);
 	hz_claim_set(A, c, 0, 16, NULL, 0, 0, 0);
 	/* A run all in memory away from the busy pages: after them. */
-	unsigned char *p = hz_chunk_alloc_avoiding(c, 16, HZ_FIT_IN_MEMORY);
+	unsigned char *p = hz_chunk_alloc_avoiding(c, 16, 1, HZ_FIT_IN_MEMORY);
 	cr_assert_eq(p, c->base + 16 * HZ_PAGE);
 	cr_assert(!hz_claim_overlaps(A, c, 16, 32, NULL));
-	cr_assert_null(hz_chunk_alloc_avoiding(c, 40, HZ_FIT_IN_MEMORY), "no run in memory that avoids them");
+	cr_assert_null(hz_chunk_alloc_avoiding(c, 40, 1, HZ_FIT_IN_MEMORY), "no run in memory that avoids them");
 	hz_chunk_free(c, p);
 	cr_assert_eq(hz_claim_end(16 * HZ_PAGE), HZ_CLAIM_PUBLISHED);
 	done(c);

@@ -14,6 +14,49 @@
 #include "../../allocator/large.h"
 #include "../util/fillcheck.h"
 
+/* The entry's calls on a pointer, its owner looked up as the library's
+ * callers do; a block that is not live is EINVAL for realloc. */
+static size_t l_usable(const void *p)
+{
+	return hz_large_usable(hz_large_owner(p), p);
+}
+static int l_free(void *p)
+{
+	return hz_large_free(hz_large_owner(p), p);
+}
+static int l_owns(const void *p)
+{
+	return hz_large_owns(hz_large_owner(p));
+}
+static void *l_realloc(void *p, size_t size)
+{
+	size_t old = l_usable(p);
+	if (!old) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return hz_large_realloc(hz_large_owner(p), p, old, size);
+}
+
+/* Blocks aligned up to a huge page come from the arenas, on their
+ * alignment, chunk blocks and huge blocks alike, and free as any other. */
+Test(large, aligned_blocks)
+{
+	size_t sizes[] = {HZ_PAGE, 100000, (size_t)3 << 20, HZ_LARGE_MAX + 1};
+	for (size_t a = HZ_PAGE; a <= HZ_HUGE_SIZE; a <<= 1)
+		for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+			unsigned char *p = hz_large_alloc_aligned(sizes[i], a, i & 1);
+			cr_assert_not_null(p);
+			cr_assert_eq((uintptr_t)p % a, 0, "size %zu aligned to %zu: %p", sizes[i], a, p);
+			cr_assert_geq(l_usable(p), sizes[i]);
+			size_t bad;
+			if (i & 1)
+				cr_assert(all_bytes(p, sizes[i], 0, &bad), "byte %zu", bad);
+			memset(p, 0x5A, sizes[i]);
+			cr_assert_eq(l_free(p), 0);
+		}
+}
+
 Test(large, sizes_ownership_and_bad_pointers)
 {
 	size_t sizes[] = {1, 4095, 4096, 4097, 100000, (size_t)3 << 20, HZ_LARGE_MAX};
@@ -21,20 +64,20 @@ Test(large, sizes_ownership_and_bad_pointers)
 		unsigned char *p = hz_large_alloc(sizes[i], 0);
 		cr_assert_not_null(p, "size %zu", sizes[i]);
 		cr_assert_eq((uintptr_t)p % HZ_PAGE, 0);
-		size_t u = hz_large_usable(p);
+		size_t u = l_usable(p);
 		cr_assert(u >= sizes[i] && u - sizes[i] < HZ_PAGE, "size %zu usable %zu", sizes[i], u);
 		memset(p, 0x3C, u);
-		cr_assert_eq(hz_large_usable(p + HZ_PAGE * (u > HZ_PAGE)), u > HZ_PAGE ? 0 : u);
-		cr_assert_eq(hz_large_free(p), 0);
-		cr_assert_eq(hz_large_free(p), -1, "double free of %zu bytes accepted", sizes[i]);
-		cr_assert_eq(hz_large_usable(p), 0);
+		cr_assert_eq(l_usable(p + HZ_PAGE * (u > HZ_PAGE)), u > HZ_PAGE ? 0 : u);
+		cr_assert_eq(l_free(p), 0);
+		cr_assert_eq(l_free(p), -1, "double free of %zu bytes accepted", sizes[i]);
+		cr_assert_eq(l_usable(p), 0);
 	}
 	int local;
 	void *heap = malloc(64);
 	cr_assert_null(hz_chunk_of(&local));
 	cr_assert_null(hz_chunk_of(heap));
-	cr_assert_eq(hz_large_free(&local), -1);
-	cr_assert_eq(hz_large_free(heap), -1);
+	cr_assert_eq(l_free(&local), -1);
+	cr_assert_eq(l_free(heap), -1);
 	cr_assert_null(hz_chunk_of((void *)~(uintptr_t)0));
 	free(heap);
 	errno = 0;
@@ -56,37 +99,37 @@ Test(large, huge_blocks_recycled_and_bounded, .timeout = 60)
 	unsigned char *p = hz_large_alloc(n, 1);
 	cr_assert_not_null(p);
 	cr_assert_null(hz_chunk_of(p), "a huge block is not in a chunk");
-	cr_assert_eq(hz_large_usable(p), n);
+	cr_assert_eq(l_usable(p), n);
 	cr_assert(all_bytes(p, n, 0, &bad));
 	memset(p, 0xEE, n);
-	cr_assert_eq(hz_large_free(p + HZ_PAGE), -1, "interior pointer");
-	cr_assert(hz_large_owns(p) && hz_large_owns(p + n - 1), "its own block");
+	cr_assert_eq(l_free(p + HZ_PAGE), -1, "interior pointer");
+	cr_assert(l_owns(p) && l_owns(p + n - 1), "its own block");
 	if (((uintptr_t)(p + ((size_t)100 << 20)) & (HZ_CHUNK_SIZE - 1)) != 0)
-		cr_assert_not(hz_large_owns(p + ((size_t)100 << 20)),
+		cr_assert_not(l_owns(p + ((size_t)100 << 20)),
 			      "past the mapping, in its last slot: not ours");
-	cr_assert_eq(hz_large_free(p), 0);
-	cr_assert_eq(hz_large_free(p), -1, "double free");
-	cr_assert_eq(hz_large_usable(p), 0);
+	cr_assert_eq(l_free(p), 0);
+	cr_assert_eq(l_free(p), -1, "double free");
+	cr_assert_eq(l_usable(p), 0);
 	unsigned char *q = hz_large_alloc(n - 12345, 1);
 	cr_assert_eq(q, p, "the cached mapping is reused");
 	cr_assert(all_bytes(q, n - 12345, 0, &bad), "recycled calloc: byte %zu not zero", bad);
-	cr_assert_eq(hz_large_free(q), 0);
+	cr_assert_eq(l_free(q), 0);
 	/* A block much smaller takes the cached mapping cut to size: its
 	 * tail is unmapped and no longer the arenas'. */
 	unsigned char *s = hz_large_alloc((size_t)40 << 20, 1);
 	cr_assert_eq(s, p, "the cached mapping is cut and reused");
-	cr_assert_eq(hz_large_usable(s), (size_t)40 << 20);
+	cr_assert_eq(l_usable(s), (size_t)40 << 20);
 	cr_assert(all_bytes(s, (size_t)40 << 20, 0, &bad), "byte %zu not zero", bad);
-	cr_assert(hz_large_owns(s + ((size_t)40 << 20) - 1));
-	cr_assert_not(hz_large_owns(s + ((size_t)40 << 20)), "the cut tail");
-	cr_assert_not(hz_large_owns(s + ((size_t)64 << 20)), "a slot wholly past the cut");
-	hz_large_free(s);
+	cr_assert(l_owns(s + ((size_t)40 << 20) - 1));
+	cr_assert_not(l_owns(s + ((size_t)40 << 20)), "the cut tail");
+	cr_assert_not(l_owns(s + ((size_t)64 << 20)), "a slot wholly past the cut");
+	l_free(s);
 	/* The cache keeps at most HZ_HUGE_CACHE bytes an arena. */
 	unsigned char *b[6];
 	for (int i = 0; i < 6; i++)
 		cr_assert_not_null(b[i] = hz_large_alloc((size_t)256 << 20, 0));
 	for (int i = 0; i < 6; i++)
-		cr_assert_eq(hz_large_free(b[i]), 0);
+		cr_assert_eq(l_free(b[i]), 0);
 	struct hz_large_stats st;
 	hz_large_stats(&st);
 	cr_assert_leq(st.huge_cached_bytes, hz_budget_dirty_max, "one thread, one arena");
@@ -110,16 +153,16 @@ Test(large, calloc_zero_after_dirty_frees_and_trim)
 	cr_assert_geq(s1.calloc_bytes_known_zero - s0.calloc_bytes_known_zero, (size_t)8 << 20,
 		      "fresh pages were cleared again");
 	memset(p, 0xEE, (size_t)8 << 20);
-	cr_assert_eq(hz_large_free(p), 0);
+	cr_assert_eq(l_free(p), 0);
 	unsigned char *q = hz_large_alloc((size_t)8 << 20, 1);
 	cr_assert_eq(q, p, "the freed run is reused first");
 	cr_assert(all_bytes(q, (size_t)8 << 20, 0, &bad), "calloc returned a non-zero byte at %zu", bad);
 	memset(q, 0xEE, (size_t)8 << 20);
-	cr_assert_eq(hz_large_free(q), 0);
+	cr_assert_eq(l_free(q), 0);
 	cr_assert_geq(hz_large_trim(), (size_t)8 << 20);
 	unsigned char *r = hz_large_alloc((size_t)8 << 20, 1);
 	cr_assert(all_bytes(r, (size_t)8 << 20, 0, &bad));
-	hz_large_free(r);
+	l_free(r);
 }
 
 /* Threads allocate, calloc, write and free at once; each checks that its
@@ -135,7 +178,7 @@ static void *worker(void *arg)
 		int k = (int)(rand_r(&seed) % LIVE);
 		if (blk[k]) {
 			size_t bad;
-			if (!all_bytes(blk[k], len[k], tag, &bad) || hz_large_free(blk[k]))
+			if (!all_bytes(blk[k], len[k], tag, &bad) || l_free(blk[k]))
 				return (void *)1;
 			blk[k] = NULL;
 			continue;
@@ -153,7 +196,7 @@ static void *worker(void *arg)
 		len[k] = n;
 	}
 	for (int k = 0; k < LIVE; k++)
-		if (blk[k] && hz_large_free(blk[k]))
+		if (blk[k] && l_free(blk[k]))
 			return (void *)4;
 	return NULL;
 }
@@ -181,45 +224,45 @@ Test(large, realloc_in_place_moved_and_refused)
 	unsigned char *p = hz_large_alloc(10 * HZ_PAGE, 0);
 	memset(p, 0x21, 10 * HZ_PAGE);
 	/* Grows in place while the pages after it are free. */
-	cr_assert_eq(hz_large_realloc(p, 30 * HZ_PAGE), p);
-	cr_assert_eq(hz_large_usable(p), 30 * HZ_PAGE);
+	cr_assert_eq(l_realloc(p, 30 * HZ_PAGE), p);
+	cr_assert_eq(l_usable(p), 30 * HZ_PAGE);
 	cr_assert(all_bytes(p, 10 * HZ_PAGE, 0x21, &bad));
 	/* Shrinks in place; the tail is free again. */
-	cr_assert_eq(hz_large_realloc(p, 5 * HZ_PAGE + 1), p);
-	cr_assert_eq(hz_large_usable(p), 6 * HZ_PAGE);
+	cr_assert_eq(l_realloc(p, 5 * HZ_PAGE + 1), p);
+	cr_assert_eq(l_usable(p), 6 * HZ_PAGE);
 	unsigned char *blocker = hz_large_alloc(HZ_PAGE, 0);
 	cr_assert_eq(blocker, p + 6 * HZ_PAGE, "the freed tail is reused");
 	/* Blocked: moved, contents kept, the old block freed. */
-	unsigned char *q = hz_large_realloc(p, 40 * HZ_PAGE);
+	unsigned char *q = l_realloc(p, 40 * HZ_PAGE);
 	cr_assert_not_null(q);
 	cr_assert_neq(q, p);
 	cr_assert(all_bytes(q, 5 * HZ_PAGE, 0x21, &bad));
-	cr_assert_eq(hz_large_usable(p), 0);
+	cr_assert_eq(l_usable(p), 0);
 	/* Into a huge block and between huge sizes: the kernel moves it. */
 	memset(q, 0x33, 40 * HZ_PAGE);
-	unsigned char *h = hz_large_realloc(q, (size_t)40 << 20);
+	unsigned char *h = l_realloc(q, (size_t)40 << 20);
 	cr_assert_not_null(h);
 	cr_assert(all_bytes(h, 40 * HZ_PAGE, 0x33, &bad));
 	memset(h, 0x44, (size_t)40 << 20);
-	unsigned char *h2 = hz_large_realloc(h, (size_t)200 << 20);
+	unsigned char *h2 = l_realloc(h, (size_t)200 << 20);
 	cr_assert_not_null(h2);
-	cr_assert_eq(hz_large_usable(h2), (size_t)200 << 20);
+	cr_assert_eq(l_usable(h2), (size_t)200 << 20);
 	cr_assert(all_bytes(h2, (size_t)40 << 20, 0x44, &bad), "moved bytes lost at %zu", bad);
 	memset(h2 + ((size_t)40 << 20), 0x55, (size_t)160 << 20); /* the new part is writable */
 	if (h2 != h)
-		cr_assert_eq(hz_large_usable(h), 0);
+		cr_assert_eq(l_usable(h), 0);
 	/* Back into a chunk. */
-	unsigned char *s = hz_large_realloc(h2, 3 * HZ_PAGE);
+	unsigned char *s = l_realloc(h2, 3 * HZ_PAGE);
 	cr_assert(all_bytes(s, 3 * HZ_PAGE, 0x44, &bad));
 	errno = 0;
-	cr_assert_null(hz_large_realloc(s + HZ_PAGE, 100));
+	cr_assert_null(l_realloc(s + HZ_PAGE, 100));
 	cr_assert_eq(errno, EINVAL);
 	errno = 0;
-	cr_assert_null(hz_large_realloc(s, HZ_HUGE_MAX + 1));
+	cr_assert_null(l_realloc(s, HZ_HUGE_MAX + 1));
 	cr_assert_eq(errno, ENOMEM);
-	cr_assert_eq(hz_large_usable(s), 3 * HZ_PAGE, "a refused realloc changed the block");
-	hz_large_free(s);
-	hz_large_free(blocker);
+	cr_assert_eq(l_usable(s), 3 * HZ_PAGE, "a refused realloc changed the block");
+	l_free(s);
+	l_free(blocker);
 }
 
 /* A child forked while other threads allocate can allocate: no lock is
@@ -232,7 +275,7 @@ static void *churn(void *arg)
 	while (!stop_churn) {
 		void *p = hz_large_alloc((size_t)1 << 20, 1);
 		if (p)
-			hz_large_free(p);
+			l_free(p);
 	}
 	return NULL;
 }
@@ -252,7 +295,7 @@ Test(large, fork_while_threads_allocate, .timeout = 60)
 			alarm(10); /* a deadlock fails the test, it does not hang it */
 			for (int i = 0; i < 20; i++) {
 				void *p = hz_large_alloc((size_t)(i + 1) << 16, i & 1);
-				if (!p || hz_large_free(p))
+				if (!p || l_free(p))
 					_exit(1);
 			}
 			_exit(0);
@@ -281,7 +324,7 @@ Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
 		memset(b[i], 0x66, (size_t)2 << 20);
 	}
 	for (int i = 0; i < 8; i++)
-		cr_assert_eq(hz_large_free(b[i]), 0);
+		cr_assert_eq(l_free(b[i]), 0);
 	struct hz_large_stats s;
 	hz_large_stats(&s);
 	cr_assert_leq(s.dirty_free_bytes, hz_budget_dirty_max, "%zu dirty bytes kept", s.dirty_free_bytes);
@@ -289,17 +332,17 @@ Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
 	hz_budget_dirty_max = (size_t)1 << 30;
 	hz_budget_decay_ns = 50 * 1000000u;
 	usleep(60 * 1000);
-	hz_large_free(hz_large_alloc(HZ_PAGE, 0)); /* a window ends, another begins */
+	l_free(hz_large_alloc(HZ_PAGE, 0)); /* a window ends, another begins */
 	unsigned char *p = hz_large_alloc((size_t)4 << 20, 0);
 	memset(p, 0x67, (size_t)4 << 20);
-	hz_large_free(p);
+	l_free(p);
 	usleep(60 * 1000);
-	hz_large_free(hz_large_alloc(HZ_PAGE, 0));
+	l_free(hz_large_alloc(HZ_PAGE, 0));
 	hz_large_stats(&s);
 	cr_assert_geq(s.dirty_free_bytes, (size_t)4 << 20, "%zu dirty bytes: the 4 MiB taken in the window went",
 		      s.dirty_free_bytes);
 	usleep(60 * 1000);
-	hz_large_free(hz_large_alloc(HZ_PAGE, 0));
+	l_free(hz_large_alloc(HZ_PAGE, 0));
 	hz_large_stats(&s);
 	cr_assert_lt(s.dirty_free_bytes, (size_t)2 << 20, "%zu dirty bytes outlived a window unused",
 		     s.dirty_free_bytes);
@@ -319,20 +362,20 @@ Test(large, over_budget_the_least_recently_freed_goes_first, .timeout = 60)
 		memset(b[i], 0x31, (size_t)8 << 20);
 	}
 	for (int i = 0; i < 5; i++)
-		cr_assert_eq(hz_large_free(b[i]), 0);
+		cr_assert_eq(l_free(b[i]), 0);
 	struct hz_large_stats s0, s1;
 	hz_large_stats(&s0);
 	size_t n = (size_t)48 << 20;
 	unsigned char *h = hz_large_alloc(n, 0);
 	cr_assert_not_null(h);
 	memset(h, 0x32, n);
-	cr_assert_eq(hz_large_free(h), 0); /* 40 + 48 MiB dirty: over budget */
+	cr_assert_eq(l_free(h), 0); /* 40 + 48 MiB dirty: over budget */
 	hz_large_stats(&s1);
 	cr_assert_eq(s1.huge_cached_bytes, n, "the block freed last was dropped");
 	cr_assert_gt(s1.purged_bytes, s0.purged_bytes, "older chunk pages were kept");
 	cr_assert_leq(s1.dirty_free_bytes, hz_budget_dirty_max);
 	cr_assert_eq(hz_large_alloc(n, 1), h, "the cached block serves again");
-	hz_large_free(h);
+	l_free(h);
 	hz_large_trim();
 }
 
@@ -354,8 +397,8 @@ Test(large, window_used_and_widened_when_taken)
 	int local;
 	void *heap = malloc(64);
 	cr_assert(!hz_reg_in_window(&local) && !hz_reg_in_window(heap) && !hz_reg_in_window(NULL));
-	cr_assert_eq(hz_large_free(c), 0);
-	cr_assert_eq(hz_large_free(h), 0);
+	cr_assert_eq(l_free(c), 0);
+	cr_assert_eq(l_free(h), 0);
 
 	/* Everything the window holds is the arenas' (unmapped or cached):
 	 * take the rest of it, then ask for more than the cache holds. */
@@ -374,11 +417,11 @@ Test(large, window_used_and_widened_when_taken)
 		blocks[i] = hz_large_alloc((size_t)(100 + i) << 20, 0);
 		cr_assert_not_null(blocks[i]);
 		memset(blocks[i], 1, 4096);
-		cr_assert(hz_reg_in_window(blocks[i]) && hz_large_owns(blocks[i]));
+		cr_assert(hz_reg_in_window(blocks[i]) && l_owns(blocks[i]));
 	}
 	cr_assert(hz_reg_in_window(heap), "the window did not widen");
-	cr_assert(!hz_large_owns(heap));
+	cr_assert(!l_owns(heap));
 	for (int i = 0; i < 4; i++)
-		cr_assert_eq(hz_large_free(blocks[i]), 0);
+		cr_assert_eq(l_free(blocks[i]), 0);
 	free(heap);
 }
