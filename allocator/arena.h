@@ -2,7 +2,7 @@
  * of free huge blocks and its counters. A thread keeps to one arena, so
  * threads allocating at once are not serialised on one lock. The blocks
  * in chunks are run.h's, the huge blocks huge_cache.h's, what is released
- * budget.h's. Calls claim.h, chunk.h, registry.h and the OS. The lock
+ * budget.h's. The lock
  * order, for every lock of the allocator: fork.h. */
 #ifndef HZ_ARENA_H
 #define HZ_ARENA_H

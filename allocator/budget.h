@@ -4,8 +4,7 @@
  * free 2 MiB blocks released in one batch (purge.h), never splitting a
  * huge page; partial ones stay until malloc_trim. Also the reserve's
  * size, which the zeroer fills (work.h). In a memory cgroup both are
- * fitted to its limit. Calls arena.h, purge.h, huge.h, claim.h, limits.h
- * and the OS. */
+ * fitted to its limit. */
 #ifndef HZ_BUDGET_H
 #define HZ_BUDGET_H
 

@@ -3,8 +3,7 @@
  * page is dirty (may hold non-zero bytes), clean (in memory and zero: the
  * zeroer cleared or populated it), or neither (fresh, or released: zero,
  * not in memory). A page of a live block is dirty. calloc clears only the
- * dirty runs of a block. Calls fresh.h (its mapping), obs/counters.h (its
- * clears) and the OS. Not thread-safe: the caller holds the chunk's arena
+ * dirty runs of a block. Not thread-safe: the caller holds the chunk's arena
  * lock. */
 #ifndef HZ_CHUNK_H
 #define HZ_CHUNK_H

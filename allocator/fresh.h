@@ -2,8 +2,7 @@
  * new mapping goes (the window, registry.h), whether it asks for
  * transparent huge pages or small ones (decided by measuring first
  * touches, HUGEZERO_FRESH forcing either), and the counters of both.
- * Calls registry.h and the OS only. Why huge pages are measured rather
- * than assumed: docs/design.md, "Fresh memory". */
+ * Why huge pages are measured rather than assumed: docs/design.md, "Fresh memory". */
 #ifndef HZ_FRESH_H
 #define HZ_FRESH_H
 

@@ -2,8 +2,7 @@
  * large for a chunk gets a mapping of its own, aligned to the chunk size
  * so that no other block shares its registry slots. Descriptors come from
  * a pool and are never unmapped: free's ownership test reads them without
- * a lock. Serving, caching and resizing them is huge_cache.h's. Calls
- * fresh.h, registry.h and the OS. */
+ * a lock. Serving, caching and resizing them is huge_cache.h's. */
 #ifndef HZ_HUGE_H
 #define HZ_HUGE_H
 

@@ -2,8 +2,7 @@
  * free block that fits best (cut to size when much larger), or a new
  * mapping; after free, kept in the arena's cache within the dirty budget
  * (budget.h). Resized in place within their mapping, or moved by the
- * kernel. Calls arena.h, budget.h, huge.h, chunk.h (calloc's mode),
- * fresh.h (a new block watched) and obs/counters.h (its clears). */
+ * kernel. */
 #ifndef HZ_HUGE_CACHE_H
 #define HZ_HUGE_CACHE_H
 

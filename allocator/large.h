@@ -3,9 +3,7 @@
  * (run.h) or to the huge blocks (huge_cache.h), applies the limits
  * (limits.h: the largest block, a memory cgroup's pressure relieved) and
  * kicks the zeroer with what the call left it to do. Configured by
- * hz_large_setup; knows nothing of the exported ABI or of options. The
- * allocator's rooms, bottom-up, and what each may call: README.md,
- * Layout. */
+ * hz_large_setup; knows nothing of the exported ABI or of options. */
 #ifndef HZ_LARGE_H
 #define HZ_LARGE_H
 

@@ -7,7 +7,7 @@
  * the figures. Where a file cannot be read (no /proc, no /sys, no fd
  * left), the figure is unknown: no cgroup limit, overcommit mode 0 (the
  * kernel's heuristic, which refuses a single mapping larger than memory
- * and swap). Calls nothing but the OS. */
+ * and swap). */
 #ifndef HZ_LIMITS_H
 #define HZ_LIMITS_H
 

@@ -2,7 +2,7 @@
  * its whole free 2 MiB blocks (dirty or clean) into ranges, adjacent ones
  * merged, released in one batch (hz_os_release_batch) and marked neither
  * dirty nor clean; never a huge page in use, nor the zeroer's claimed
- * pages. Calls chunk.h and the OS. Lock held, as chunk.h. */
+ * pages. Lock held, as chunk.h. */
 #ifndef HZ_PURGE_H
 #define HZ_PURGE_H
 

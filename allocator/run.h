@@ -1,7 +1,5 @@
 /* allocator/run.h: blocks up to HZ_LARGE_MAX, page runs in the arenas'
- * chunks. calloc clears only a block's dirty runs, outside the lock.
- * Calls arena.h, budget.h, chunk.h and fresh.h (fresh pages timed,
- * chunks advised anew). */
+ * chunks. calloc clears only a block's dirty runs, outside the lock. */
 #ifndef HZ_RUN_H
 #define HZ_RUN_H
 

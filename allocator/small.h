@@ -5,7 +5,7 @@
  * program's, and the program's mallocx & co. (which hugezero exports,
  * routed by owner) never reach it by name. small.c (in the library, with
  * jemalloc) is the glue: calloc cleared in place, figures, purges;
- * small_fork.c its fork handlers. Calls obs/ and arch/ only. */
+ * small_fork.c its fork handlers. */
 #ifndef HZ_SMALL_H
 #define HZ_SMALL_H
 

@@ -5,9 +5,7 @@
  * program takes no page faults, and only while what it populated is used
  * rather than released unused; and the decay, for
  * memory no free would otherwise revisit. Run by the zeroer's thread
- * (zeroer.h), never by the allocator's calls. Calls budget.h, arena.h,
- * claim.h, chunk.h, fresh.h (its populations of huge pages timed) and
- * arch/ (its clears). */
+ * (zeroer.h), never by the allocator's calls. */
 #ifndef HZ_WORK_H
 #define HZ_WORK_H
 

@@ -8,8 +8,7 @@
  * from the allocator's entry (large.h) with no lock held, once the
  * library's constructor has allowed it, never once exit has begun; a
  * forked child has none until it has lived a second. When and why:
- * docs/design.md, "The background zeroer". Calls work.h, claim.h, fresh.h and the
- * OS. */
+ * docs/design.md, "The background zeroer". */
 #ifndef HZ_ZEROER_H
 #define HZ_ZEROER_H
 

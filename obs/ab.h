@@ -48,27 +48,34 @@ static inline int hz_ab_arm(int op, size_t size)
  * nanoseconds. Never waits (see hz_ab_dropped). */
 void hz_ab_record(int op, int arm, size_t n, uint64_t ns);
 
-/* One arm's figures for one operation and size class. */
-struct hz_ab_cell {
-	uint64_t calls, bytes;
-	double ns, ns2; /* sum of times and of their squares */
-};
-/* The report's section, in the format's own form (emit_*.c). */
-typedef void (*hz_ab_fn)(void *arg, int op, int cls, const struct hz_ab_cell *a,
-			 const struct hz_ab_cell *b, const uint64_t *hist_a, const uint64_t *hist_b);
-void hz_ab_each(hz_ab_fn fn, void *arg);
-/* Calls whose figures were dropped: the arms' lock was busy (a signal
- * handler interrupting a record on its own thread). */
-uint64_t hz_ab_dropped(void);
-
-/* ---- the statistics (ab_stats.c) ---- */
-
 /* Latency histogram: log-linear buckets over nanoseconds, HZ_AB_H_SUB a
  * power of two, from 2^HZ_AB_H_LO ns. */
 #define HZ_AB_H_LO 6
 #define HZ_AB_H_MAJ 32
 #define HZ_AB_H_SUB 4
 #define HZ_AB_BUCKETS (HZ_AB_H_MAJ * HZ_AB_H_SUB)
+
+/* One arm's figures for one operation and size class. */
+struct hz_ab_cell {
+	uint64_t calls, bytes;
+	double ns, ns2; /* sum of times and of their squares */
+};
+/* The arms' cells in use, one at a time, each a consistent copy of its
+ * figures and histograms: start from HZ_AB_CURSOR; hz_ab_next returns 0
+ * past the last. */
+struct hz_ab_cursor {
+	int op, cls;
+	struct hz_ab_cell a, b;
+	uint64_t hist_a[HZ_AB_BUCKETS], hist_b[HZ_AB_BUCKETS];
+};
+#define HZ_AB_CURSOR {0, -1, {0, 0, 0, 0}, {0, 0, 0, 0}, {0}, {0}}
+int hz_ab_next(struct hz_ab_cursor *c);
+/* Calls whose figures were dropped: the arms' lock was busy (a signal
+ * handler interrupting a record on its own thread). */
+uint64_t hz_ab_dropped(void);
+
+/* ---- the statistics ---- */
+
 /* The lower bound, in ns, of bucket b. */
 double hz_ab_bucket_ns(int b);
 /* The bucket a time of ns nanoseconds falls in (the first below its

@@ -138,45 +138,54 @@ static int is_ours(const void *base)
 	return dladdr((void *)hz_callsite, &me) && me.dli_fbase == base;
 }
 
-void hz_callsites_each(hz_site_fn fn, void *arg, unsigned max, unsigned *out_period)
+static struct site copy[SITES];
+
+void hz_callsites_begin(struct hz_site_cursor *c, unsigned max)
 {
-	static struct site copy[SITES];
-	*out_period = period;
-	if (!hz_callsites_on)
+	c->rank = 0;
+	c->max = hz_callsites_on ? max : 0;
+	c->period = period;
+	if (!c->max)
 		return;
 	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		; /* samplers hold it for a few hundred instructions */
 	memcpy(copy, sites, sizeof copy);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
-	for (unsigned rank = 1; rank <= max; rank++) {
-		struct site *best = NULL;
-		for (unsigned k = 0; k < SITES; k++)
-			if (copy[k].hash && copy[k].calls && (!best || copy[k].bytes > best->bytes))
-				best = &copy[k];
-		if (!best)
-			break;
-		struct hz_site_frame frames[HZ_SITE_FRAMES];
-		int n = 0;
-		for (int i = 0; i < best->depth; i++) {
-			uintptr_t ip = (uintptr_t)best->ip[i] - 1; /* into the call instruction */
-			Dl_info di;
-			if (!dladdr((void *)ip, &di)) {
-				frames[n] = (struct hz_site_frame){NULL, ip, "?", ip, ""};
-				n++;
-				continue;
-			}
-			if (is_ours(di.dli_fbase))
-				continue;
-			struct hz_site_frame *f = &frames[n++];
-			f->function = di.dli_sname;
-			f->offset = ip - (di.dli_saddr ? (uintptr_t)di.dli_saddr : (uintptr_t)di.dli_fbase);
-			f->module = di.dli_fname;
-			f->module_offset = ip - (uintptr_t)di.dli_fbase;
-			f->build_id[0] = 0;
-			struct find_module fm = {ip, f->build_id};
-			dl_iterate_phdr(module_note, &fm);
+}
+
+int hz_callsites_next(struct hz_site_cursor *c)
+{
+	if (c->rank >= c->max)
+		return 0;
+	struct site *best = NULL;
+	for (unsigned k = 0; k < SITES; k++)
+		if (copy[k].hash && copy[k].calls && (!best || copy[k].bytes > best->bytes))
+			best = &copy[k];
+	if (!best)
+		return 0;
+	int n = 0;
+	for (int i = 0; i < best->depth; i++) {
+		uintptr_t ip = (uintptr_t)best->ip[i] - 1; /* into the call instruction */
+		Dl_info di;
+		if (!dladdr((void *)ip, &di)) {
+			c->frames[n++] = (struct hz_site_frame){NULL, ip, "?", ip, ""};
+			continue;
 		}
-		fn(arg, rank, best->calls * period, best->bytes * period, frames, n);
-		best->calls = 0;
+		if (is_ours(di.dli_fbase))
+			continue;
+		struct hz_site_frame *f = &c->frames[n++];
+		f->function = di.dli_sname;
+		f->offset = ip - (di.dli_saddr ? (uintptr_t)di.dli_saddr : (uintptr_t)di.dli_fbase);
+		f->module = di.dli_fname;
+		f->module_offset = ip - (uintptr_t)di.dli_fbase;
+		f->build_id[0] = 0;
+		struct find_module fm = {ip, f->build_id};
+		dl_iterate_phdr(module_note, &fm);
 	}
+	c->rank++;
+	c->nframes = n;
+	c->calls = best->calls * c->period;
+	c->bytes = best->bytes * c->period;
+	best->calls = 0;
+	return 1;
 }

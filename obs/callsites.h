@@ -1,5 +1,4 @@
-/* Call sites of large clears: one large memset or arena calloc in N, per
- * thread, has its stack taken (a backtrace function handed to setup:
+/* Call sites of large blocks and large memsets: one in N, per thread, has its stack taken (a backtrace function handed to setup:
  * libunwind's, which the library opens privately in libhugezero.so) and
  * counted in a fixed-size table keyed by the stack; the report lists the
  * top sites by bytes, symbolised. A sample is dropped, never waited for,
@@ -37,12 +36,19 @@ struct hz_site_frame {
 	uintptr_t module_offset; /* for addr2line */
 	char build_id[41];
 };
-typedef void (*hz_site_fn)(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
-			   const struct hz_site_frame *frames, int nframes);
-/* The top `max` sites by bytes, the library's own frames left out; the
- * estimated totals are the sampled ones times the period, which *period
- * receives. */
-void hz_callsites_each(hz_site_fn fn, void *arg, unsigned max, unsigned *period);
+/* The top sites by bytes, one at a time, the library's own frames left
+ * out: hz_callsites_begin copies the table (max sites at most), then each
+ * hz_callsites_next gives the next one (0 after the last). The totals are
+ * estimates: the sampled ones times the period. One walk at a time (the
+ * report's lock). */
+struct hz_site_cursor {
+	unsigned rank, max, period;
+	uint64_t calls, bytes;
+	int nframes;
+	struct hz_site_frame frames[HZ_SITE_FRAMES];
+};
+void hz_callsites_begin(struct hz_site_cursor *c, unsigned max);
+int hz_callsites_next(struct hz_site_cursor *c);
 
 #pragma GCC visibility pop
 

@@ -112,26 +112,3 @@ void hz_counters_setup(void)
 {
 	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
 }
-
-void hz_engine_counters(hz_counter_fn fn, void *arg)
-{
-	struct hz_tstats t;
-	uint64_t calls = 0, bytes = 0;
-	hz_tstats_sum(&t);
-	/* memset above HZ_FRONT_MAX: the classes' sums. */
-	for (int k = 0; k < HZ_CLASSES; k++) {
-		calls += t.calls[HZ_OP_MEMSET][k];
-		bytes += t.bytes[HZ_OP_MEMSET][k];
-	}
-	fn(arg, "memset.large.calls", calls, 0);
-	fn(arg, "memset.large.bytes", bytes, 0);
-	fn(arg, "memset_chk.calls", t.memset_chk_calls, 0);
-	fn(arg, "hinted.calls", t.hinted_calls, 0);
-	for (unsigned i = 0; i < hz_nkernels; i++) {
-		char name[64];
-		snprintf(name, sizeof name, "kernel.%s.calls", hz_kernels[i].name);
-		fn(arg, name, t.kcalls[i], 0);
-		snprintf(name, sizeof name, "kernel.%s.bytes", hz_kernels[i].name);
-		fn(arg, name, t.kbytes[i], 0);
-	}
-}

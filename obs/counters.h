@@ -120,8 +120,6 @@ void hz_counters_setup(void);
 void hz_counters_fork_prepare(void);
 void hz_counters_fork_parent(void);
 void hz_counters_fork_child(void);
-/* The engine's counters, by name, for hz_obs_each. */
-void hz_engine_counters(hz_counter_fn fn, void *arg);
 
 #pragma GCC visibility pop
 

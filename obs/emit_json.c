@@ -75,7 +75,8 @@ static void ab(struct hz_out *o)
 {
 	hz_out_put(o, ",\n  \"ab\": [");
 	o->n = 0;
-	hz_ab_each(ab_cell, o);
+	for (struct hz_ab_cursor c = HZ_AB_CURSOR; hz_ab_next(&c);)
+		ab_cell(o, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 	hz_out_put(o, "\n  ]");
 }
 
@@ -98,10 +99,12 @@ static void site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
 
 static void callsites(struct hz_out *o)
 {
-	unsigned period;
+	struct hz_site_cursor c;
 	hz_out_put(o, ",\n  \"callsites\": [");
-	hz_callsites_each(site, o, 10, &period);
-	hz_out_put(o, "\n  ],\n  \"callsites_period\": %u", period);
+	hz_callsites_begin(&c, 10);
+	while (hz_callsites_next(&c))
+		site(o, c.rank, c.calls, c.bytes, c.frames, c.nframes);
+	hz_out_put(o, "\n  ],\n  \"callsites_period\": %u", c.period);
 }
 
 static void end(struct hz_out *o)

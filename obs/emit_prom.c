@@ -245,7 +245,8 @@ static void ab_family(struct hz_out *o, int pass, const struct ab_copy *c)
 static void ab(struct hz_out *o)
 {
 	ncopies = 0;
-	hz_ab_each(copy_cell, NULL);
+	for (struct hz_ab_cursor c = HZ_AB_CURSOR; hz_ab_next(&c);)
+		copy_cell(NULL, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 	for (int pass = 0; pass < PASSES; pass++) {
 		hz_out_put(o, "%s", families[pass]);
 		for (unsigned i = 0; i < ncopies; i++)
@@ -270,11 +271,13 @@ static void site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
 
 static void callsites(struct hz_out *o)
 {
-	unsigned period;
-	hz_out_put(o, "# HELP hugezero_callsite_bytes_total Bytes cleared by large memset and calloc "
-		      "calls from the top call sites (estimated from samples).\n"
+	struct hz_site_cursor c;
+	hz_out_put(o, "# HELP hugezero_callsite_bytes_total Bytes of large blocks and memsets "
+		      "from the top call sites (estimated from samples).\n"
 		      "# TYPE hugezero_callsite_bytes_total counter\n");
-	hz_callsites_each(site, o, 10, &period);
+	hz_callsites_begin(&c, 10);
+	while (hz_callsites_next(&c))
+		site(o, c.rank, c.calls, c.bytes, c.frames, c.nframes);
 }
 
 static void end(struct hz_out *o)

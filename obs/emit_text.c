@@ -49,7 +49,8 @@ static void ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const 
 
 static void ab(struct hz_out *o)
 {
-	hz_ab_each(ab_cell, o);
+	for (struct hz_ab_cursor c = HZ_AB_CURSOR; hz_ab_next(&c);)
+		ab_cell(o, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 }
 
 static void site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
@@ -66,8 +67,10 @@ static void site(void *arg, unsigned rank, uint64_t calls, uint64_t bytes,
 
 static void callsites(struct hz_out *o)
 {
-	unsigned period;
-	hz_callsites_each(site, o, 10, &period);
+	struct hz_site_cursor c;
+	hz_callsites_begin(&c, 10);
+	while (hz_callsites_next(&c))
+		site(o, c.rank, c.calls, c.bytes, c.frames, c.nframes);
 }
 
 static void end(struct hz_out *o)

@@ -1,58 +1,76 @@
-/* The report (report.h): one walk over the figures through an emitter,
- * to stderr or a file made with the OS primitives; the interval thread;
- * the exit. Nothing here allocates. */
+/* The report (report.h): the figures through an emitter, to stderr or a
+ * file made with the OS primitives. Nothing here allocates. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../os/os.h"
+#include "counters.h"
 #include "ab.h"
 #include "callsites.h"
 #include "emit.h"
 #include "obs.h"
 #include "report.h"
 
-/* ---- the output buffer ---- */
+/* ---- the walk: obs/'s own figures, first and last ---- */
 
-void hz_out_flush(struct hz_out *o)
+/* The value in kB after key in a /proc file, in bytes; 0 if absent. */
+static uint64_t proc_kb(const char *path, const char *key)
 {
-	int e = o->len ? hz_os_write_all(o->fd, o->buf, o->len) : 0;
-	if (e && !o->error)
-		o->error = e;
-	o->len = 0;
+	char buf[4096];
+	size_t len;
+	if (hz_os_read_file(path, buf, sizeof buf, &len))
+		return 0;
+	const char *p = strstr(buf, key);
+	return p ? (uint64_t)strtoull(p + strlen(key), NULL, 10) << 10 : 0;
 }
 
-void hz_out_put(struct hz_out *o, const char *fmt, ...)
+/* The engine's counters (counters.h), by name. */
+void hz_obs_head(hz_counter_fn fn, void *arg)
 {
-	char line[1024]; /* names in it are cut to 200 bytes (hz_out_str, frames) */
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(line, sizeof line, fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof line)
-		return;
-	if (o->len + (size_t)n > sizeof o->buf)
-		hz_out_flush(o);
-	memcpy(o->buf + o->len, line, (size_t)n);
-	o->len += (size_t)n;
-}
-
-void hz_out_str(struct hz_out *o, const char *s)
-{
-	char buf[200];
-	size_t n = 0;
-	for (; s && *s && n < sizeof buf - 3; s++) {
-		if (*s == '"' || *s == '\\')
-			buf[n++] = '\\';
-		buf[n++] = *s;
+	struct hz_tstats t;
+	uint64_t calls = 0, bytes = 0;
+	hz_tstats_sum(&t);
+	/* memset above HZ_FRONT_MAX: the classes' sums. */
+	for (int k = 0; k < HZ_CLASSES; k++) {
+		calls += t.calls[HZ_OP_MEMSET][k];
+		bytes += t.bytes[HZ_OP_MEMSET][k];
 	}
-	buf[n] = 0;
-	hz_out_put(o, "\"%s\"", buf);
+	fn(arg, "memset.large.calls", calls, 0);
+	fn(arg, "memset.large.bytes", bytes, 0);
+	fn(arg, "memset_chk.calls", t.memset_chk_calls, 0);
+	fn(arg, "hinted.calls", t.hinted_calls, 0);
+	for (unsigned i = 0; i < hz_nkernels; i++) {
+		char name[64];
+		snprintf(name, sizeof name, "kernel.%s.calls", hz_kernels[i].name);
+		fn(arg, name, t.kcalls[i], 0);
+		snprintf(name, sizeof name, "kernel.%s.bytes", hz_kernels[i].name);
+		fn(arg, name, t.kbytes[i], 0);
+	}
+}
+
+void hz_obs_tail(hz_counter_fn fn, void *arg)
+{
+	fn(arg, "ab.dropped", hz_ab_dropped(), 0);
+	fn(arg, "process.rss_bytes", proc_kb("/proc/self/status", "\nVmRSS:"), 1);
+	fn(arg, "process.peak_rss_bytes", proc_kb("/proc/self/status", "\nVmHWM:"), 1);
+	fn(arg, "process.anon_huge_bytes", proc_kb("/proc/self/smaps_rollup", "\nAnonHugePages:"), 1);
+}
+
+void hz_obs_find_figure(void *arg, const char *name, uint64_t value, int gauge)
+{
+	struct hz_obs_find *f = arg;
+	(void)gauge;
+	if (!f->found && !strcmp(name, f->name))
+		f->value = value, f->found = 1;
 }
 
 /* ---- one report: 0, or -1 with errno ---- */
+
+static unsigned swept_files; /* the files of processes gone removed (sweep_dead) */
 
 static const struct hz_emitter *const emitters[] = {&hz_emit_text, &hz_emit_json, &hz_emit_prom};
 
@@ -64,34 +82,42 @@ static const struct hz_emitter *find_format(const char *name)
 	return NULL;
 }
 
-static void emit_counter(void *arg, const char *name, uint64_t value, int gauge)
+void hz_report_figure(void *arg, const char *name, uint64_t value, int gauge)
 {
-	struct hz_out *o = arg;
-	o->e->counter(o, name, value, gauge);
+	struct hz_report *r = arg;
+	r->o.e->counter(&r->o, name, value, gauge);
 }
 
-static int write_report(int fd, const struct hz_emitter *e)
+static void begin_output(struct hz_report *r, int fd, const struct hz_emitter *e)
 {
-	struct hz_out o;
-	o.e = e;
-	o.fd = fd;
-	o.error = 0;
-	o.n = 0;
-	o.len = 0;
-	e->begin(&o);
-	hz_obs_each(emit_counter, &o);
+	r->o.e = e;
+	r->o.fd = fd;
+	r->o.error = 0;
+	r->o.n = 0;
+	r->o.len = 0;
+	e->begin(&r->o);
+	hz_obs_head(hz_report_figure, r);
+}
+
+/* What follows the other rooms' figures: obs/'s own, the classes, the
+ * arms, the call sites. 0, or -1 with errno. */
+static int end_output(struct hz_report *r)
+{
+	struct hz_out *o = &r->o;
+	hz_report_figure(r, "report.swept_files", __atomic_load_n(&swept_files, __ATOMIC_RELAXED), 0);
+	hz_obs_tail(hz_report_figure, r);
 	struct hz_tstats t;
 	hz_tstats_sum(&t);
-	e->classes(&o, &t);
+	o->e->classes(o, &t);
 	if (hz_ab_on)
-		e->ab(&o);
+		o->e->ab(o);
 	if (hz_callsites_on)
-		e->callsites(&o);
-	e->end(&o);
-	hz_out_flush(&o);
-	if (o.error)
-		errno = o.error;
-	return o.error ? -1 : 0;
+		o->e->callsites(o);
+	o->e->end(o);
+	hz_out_flush(o);
+	if (o->error)
+		errno = o->error;
+	return o->error ? -1 : 0;
 }
 
 /* ---- where it goes ---- */
@@ -103,6 +129,7 @@ static uint64_t report_interval_ms;
 
 /* A file name: the path, the pid, ".tmp" and the NUL. */
 #define NAME_MAX_LEN (sizeof report_path + 32)
+_Static_assert(sizeof((struct hz_report *)0)->name >= NAME_MAX_LEN, "a report's file name");
 
 /* Where a process's pid goes in a report path: the file is the path's
  * first `cut` bytes, `dot`, the pid, then `suf`. "%p" becomes the pid;
@@ -134,53 +161,62 @@ static void file_name(char *name, const char *path)
 /* One report at a time: two writers of one file would interleave. */
 static pthread_mutex_t dump_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Writes the report to path ("stderr", or a file as file_name makes it)
+/* Begins the report to path ("stderr", or a file as file_name makes it)
  * by emitter e, dump_lock held; 0, or -1 with errno. A file is written
- * whole beside its place, then renamed over it: a reader (a textfile
- * collector, hugezero report) sees the last report or the one before,
- * never part of one. */
-static int dump_locked(const char *path, const struct hz_emitter *e)
+ * whole beside its place (r->tmp), then renamed over it: a reader (a
+ * textfile collector, hugezero report) sees the last report or the one
+ * before, never part of one. */
+static int begin_locked(struct hz_report *r, const char *path, const struct hz_emitter *e)
 {
-	if (!strcmp(path, "stderr"))
-		return write_report(2, e);
-	char name[NAME_MAX_LEN], tmp[NAME_MAX_LEN];
-	file_name(name, path);
-	snprintf(tmp, sizeof tmp, "%s.tmp", name);
-	int fd, err = hz_os_create_file(tmp, e == &hz_emit_prom ? 0644 : 0600, &fd);
+	r->name[0] = 0;
+	if (!strcmp(path, "stderr")) {
+		begin_output(r, 2, e);
+		return 0;
+	}
+	file_name(r->name, path);
+	snprintf(r->tmp, sizeof r->tmp, "%s.tmp", r->name);
+	int fd, err = hz_os_create_file(r->tmp, e == &hz_emit_prom ? 0644 : 0600, &fd);
 	if (err) {
 		errno = err;
 		return -1;
 	}
-	int rc = write_report(fd, e);
-	hz_os_close(fd);
-	if (!rc && (err = hz_os_rename(tmp, name))) {
+	begin_output(r, fd, e);
+	return 0;
+}
+
+static int end_locked(struct hz_report *r)
+{
+	int rc = end_output(r), err;
+	if (!r->name[0])
+		return rc;
+	hz_os_close(r->o.fd);
+	if (!rc && (err = hz_os_rename(r->tmp, r->name))) {
 		errno = err;
 		rc = -1;
 	}
 	if (rc) {
 		err = errno;
-		hz_os_unlink(tmp);
+		hz_os_unlink(r->tmp);
 		errno = err;
 	}
 	return rc;
 }
 
-static int dump(const char *path, const struct hz_emitter *e)
-{
-	pthread_mutex_lock(&dump_lock);
-	int rc = dump_locked(path, e);
-	pthread_mutex_unlock(&dump_lock);
-	return rc;
-}
-
-int hz_report_dump(const char *path, const char *format)
+int hz_report_begin(struct hz_report *r, const char *path, const char *format)
 {
 	const struct hz_emitter *e = format ? find_format(format) : report_format;
 	if (!e) {
 		errno = EINVAL;
 		return -1;
 	}
-	return dump(path ? path : report_path[0] ? report_path : "stderr", e);
+	r->kind = 0;
+	pthread_mutex_lock(&dump_lock);
+	if (!begin_locked(r, path ? path : report_path[0] ? report_path : "stderr", e))
+		return 0;
+	int err = errno;
+	pthread_mutex_unlock(&dump_lock);
+	errno = err;
+	return -1;
 }
 
 /* ---- the files of processes gone ----
@@ -200,9 +236,8 @@ struct sweep {
 	unsigned removed;
 };
 
-static void sweep_one(void *arg, const char *name)
+static void sweep_one(struct sweep *w, const char *name)
 {
-	struct sweep *w = arg;
 	size_t len = strlen(name), digits = 0;
 	if (len <= w->plen || strncmp(name, w->pre, w->plen))
 		return;
@@ -225,7 +260,6 @@ static void sweep_one(void *arg, const char *name)
 }
 
 static uint64_t swept_ns;
-static unsigned swept_files;
 
 /* After a write in the collector's format, at most once a minute; with
  * dump_lock held. */
@@ -246,32 +280,48 @@ static void sweep_dead(void)
 	uint64_t stale = 3 * report_interval_ms * 1000000u;
 	struct sweep w = {dir[0] ? dir : "/", pre, f.suf, strlen(pre), strlen(f.suf), now,
 			  stale > STALE_MIN_NS ? stale : STALE_MIN_NS, 0};
-	hz_os_dir_each(w.dir, sweep_one, &w);
+	static struct hz_os_dir d; /* dump_lock held */
+	if (!hz_os_dir_open(&d, w.dir)) {
+		for (const char *name; (name = hz_os_dir_next(&d));)
+			sweep_one(&w, name);
+		hz_os_dir_close(&d);
+	}
 	swept_files += w.removed;
 }
 
-void hz_report_counters(hz_counter_fn fn, void *arg)
+int hz_report_begin_interval(struct hz_report *r)
 {
-	fn(arg, "report.swept_files", __atomic_load_n(&swept_files, __ATOMIC_RELAXED), 0);
+	r->kind = 1;
+	pthread_mutex_lock(&dump_lock);
+	if (!begin_locked(r, report_path, report_format))
+		return 0;
+	int err = errno;
+	pthread_mutex_unlock(&dump_lock);
+	errno = err;
+	return -1;
 }
 
-/* The interval's thread rewrites the report until the process ends. */
-static void *interval_main(void *arg)
+int hz_report_end(struct hz_report *r)
 {
-	(void)arg;
-	for (int said = 0;; ) {
-		hz_os_sleep_ms(report_interval_ms);
-		pthread_mutex_lock(&dump_lock);
-		int rc = dump_locked(report_path, report_format);
-		if (!rc && report_format == &hz_emit_prom && strcmp(report_path, "stderr"))
-			sweep_dead();
+	int rc = end_locked(r);
+	if (!rc && r->kind == 1 && report_format == &hz_emit_prom && strcmp(report_path, "stderr"))
+		sweep_dead();
+	if (r->kind != 2) {
+		int err = errno;
 		pthread_mutex_unlock(&dump_lock);
-		if (rc && !said) { /* once: it may fail every time */
-			hz_os_log("cannot write the report to ", report_path, NULL);
-			said = 1;
-		}
+		errno = err;
 	}
-	return NULL;
+	return rc;
+}
+
+uint64_t hz_report_interval(void)
+{
+	return report_interval_ms;
+}
+
+const char *hz_report_path(void)
+{
+	return report_path;
 }
 
 void hz_report_fork_child(void)
@@ -290,13 +340,10 @@ void hz_report_fork_child_ready(void)
 	}
 }
 
-void hz_report_child_tick(void)
+int hz_report_child_due(void)
 {
-	if (hz_os_now_ns() - child_born_ns < report_interval_ms * 1000000u ||
-	    !__atomic_exchange_n(&hz_report_child_pending, 0, __ATOMIC_RELAXED))
-		return;
-	if (hz_os_thread_start(interval_main, NULL))
-		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread in a forked child", NULL, NULL);
+	return hz_os_now_ns() - child_born_ns >= report_interval_ms * 1000000u &&
+	       __atomic_exchange_n(&hz_report_child_pending, 0, __ATOMIC_RELAXED);
 }
 
 int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, const char *labels)
@@ -326,30 +373,20 @@ int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, 
 	if (labels && hz_prom_labels(labels))
 		bad |= HZ_REPORT_BAD_LABELS;
 	report_interval_ms = interval_ms;
-	if (interval_ms && hz_os_thread_start(interval_main, NULL)) {
-		report_interval_ms = 0;
-		bad |= HZ_REPORT_NO_THREAD;
-	}
 	return bad;
 }
 
-/* At exit: a preloaded library's destructors run after the program's.
- * The lock stays held: the interval thread, if any, writes no more, so
- * the process's end cannot cut a rewrite of the final report short. A
- * collector's file (the Prometheus format with an interval) is removed:
- * the process's series end with it. */
-__attribute__((destructor)) static void report_at_exit(void)
+int hz_report_begin_exit(struct hz_report *r)
 {
 	if (!report_path[0])
-		return;
-	int saved = errno;
+		return 1;
+	r->kind = 2;
 	pthread_mutex_lock(&dump_lock);
 	if (report_format == &hz_emit_prom && report_interval_ms && strcmp(report_path, "stderr")) {
 		char name[NAME_MAX_LEN];
 		file_name(name, report_path);
 		hz_os_unlink(name);
-	} else if (dump_locked(report_path, report_format)) {
-		hz_os_log("cannot write the report to ", report_path, NULL);
+		return 1;
 	}
-	errno = saved;
+	return begin_locked(r, report_path, report_format);
 }

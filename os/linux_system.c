@@ -232,35 +232,45 @@ int hz_os_unlink(const char *path)
 	return e;
 }
 
-int hz_os_dir_each(const char *dir, void (*fn)(void *arg, const char *name), void *arg)
+int hz_os_dir_open(struct hz_os_dir *d, const char *dir)
 {
-	int saved = errno, e = 0;
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		e = errno;
-		errno = saved;
-		return e;
-	}
-	/* struct linux_dirent64: ino, off, reclen, type, name. */
-	char buf[4096] __attribute__((aligned(8)));
-	for (;;) {
-		long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
-		if (n <= 0) {
-			e = n < 0 ? errno : 0;
-			break;
-		}
-		for (long at = 0; at < n;) {
-			unsigned short reclen;
-			memcpy(&reclen, buf + at + 16, sizeof reclen);
-			const char *name = buf + at + 19;
-			if (strcmp(name, ".") && strcmp(name, ".."))
-				fn(arg, name);
-			at += reclen;
-		}
-	}
-	close(fd);
+	int saved = errno;
+	d->fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d->error = d->fd < 0 ? errno : 0;
+	d->len = d->at = 0;
 	errno = saved;
-	return e;
+	return d->error;
+}
+
+const char *hz_os_dir_next(struct hz_os_dir *d)
+{
+	for (;;) {
+		if (d->at >= d->len) {
+			int saved = errno;
+			d->len = syscall(SYS_getdents64, d->fd, d->buf, sizeof d->buf);
+			d->at = 0;
+			if (d->len <= 0) {
+				d->error = d->len < 0 ? errno : 0;
+				d->len = 0;
+				errno = saved;
+				return NULL;
+			}
+		}
+		/* struct linux_dirent64: ino, off, reclen, type, name. */
+		unsigned short reclen;
+		memcpy(&reclen, d->buf + d->at + 16, sizeof reclen);
+		const char *name = d->buf + d->at + 19;
+		d->at += reclen;
+		if (strcmp(name, ".") && strcmp(name, ".."))
+			return name;
+	}
+}
+
+void hz_os_dir_close(struct hz_os_dir *d)
+{
+	int saved = errno;
+	close(d->fd);
+	errno = saved;
 }
 
 int hz_os_mtime_ns(const char *path, uint64_t *ns)

@@ -200,10 +200,17 @@ int hz_os_create_file(const char *path, unsigned mode, int *fd);
 /* rename(2) and unlink(2): 0, or the errno value. */
 int hz_os_rename(const char *from, const char *to);
 int hz_os_unlink(const char *path);
-/* fn(arg, name) for each entry of directory dir but . and .., read with
- * getdents64 into a stack buffer (never allocates); 0, or the errno value
- * of opening or reading it. */
-int hz_os_dir_each(const char *dir, void (*fn)(void *arg, const char *name), void *arg);
+/* A directory's entries but . and .., read with getdents64 into the
+ * caller's buffer (never allocates): open (0, or the errno value), next
+ * until it returns NULL (the end, or an error reading: d->error), close. */
+struct hz_os_dir {
+	int fd, error;
+	long len, at;
+	char buf[4096] __attribute__((aligned(8)));
+};
+int hz_os_dir_open(struct hz_os_dir *d, const char *dir);
+const char *hz_os_dir_next(struct hz_os_dir *d);
+void hz_os_dir_close(struct hz_os_dir *d);
 /* The last modification of the file at path (not followed if a symlink),
  * in CLOCK_REALTIME ns, into *ns: 0, or the errno value. */
 int hz_os_mtime_ns(const char *path, uint64_t *ns);

@@ -15,11 +15,11 @@
 #include "../obs/ab.h"
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
-#include "../obs/report.h"
 #include "alloc.h"
 #include "glibc.h"
 #include "off.h"
 #include "start.h"
+#include "stats.h"
 
 void *(*hz_ab_baseline)(void *p, int c, size_t n);
 
@@ -71,7 +71,7 @@ static HZ_NOINLINE void *large_entry(size_t size, int flags)
 {
 	int zero = (flags & HZ_JE_ZERO) != 0;
 	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
-	hz_report_child_check();
+	hz_stats_child_check();
 	if (hz_unlikely(hz_callsites_on))
 		hz_callsite(size);
 	int arm = zero ? hz_ab_arm(HZ_AB_CALLOC, size) : HZ_AB_NONE;
@@ -127,7 +127,7 @@ void hz_free_slow(void *p)
 		return;
 	}
 	hz_count_free();
-	hz_report_child_check();
+	hz_stats_child_check();
 	int saved = errno;
 	if (hz_large_free(o, p))
 		hz_bad_pointer("free(): invalid pointer");

@@ -5,9 +5,9 @@
 #include "../os/os.h"
 #include "../include/hugezero.h"
 #include "../obs/counters.h"
-#include "../obs/report.h"
 #include "init.h"
 #include "preload.h"
+#include "stats.h"
 
 HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
@@ -35,12 +35,12 @@ HZ_EXPORT void *hz_clear_hinted(void *p, size_t n, const void *hint)
 
 HZ_EXPORT int hz_stat(const char *name, uint64_t *value)
 {
-	return hz_obs_find(name, value);
+	return hz_stats_find(name, value);
 }
 
 HZ_EXPORT int hz_stats_dump(const char *path, const char *format)
 {
-	return hz_report_dump(path, format);
+	return hz_stats_write(path, format);
 }
 
 HZ_EXPORT const char *hz_kernel_for(int c, size_t n)

@@ -2,7 +2,7 @@
  * once, and each room configured from them. The allocator is configured
  * at the first call into it (start.h) or here, whichever comes first; the
  * engine and observability here. Until then memset works on the engine's
- * starting policy (arch/engine.c). Calls every file of preload/ below it. */
+ * starting policy (arch/engine.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,7 @@
 #include "options.h"
 #include "preload.h"
 #include "start.h"
+#include "stats.h"
 #include "verbose.h"
 
 const int hz_init_linked = 1;
@@ -43,7 +44,7 @@ static void configure_report(void)
 	if (bad & HZ_REPORT_BAD_LABELS)
 		hz_os_log("ignoring HUGEZERO_LABELS: not name=value,... (names of its own, once each, UTF-8 values, under 500 bytes): ",
 			  hz_option(HZ_OPT_LABELS)->str, NULL);
-	if (bad & HZ_REPORT_NO_THREAD)
+	if (hz_stats_start())
 		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread", NULL, NULL);
 }
 
@@ -104,9 +105,6 @@ static void init(void)
 	hz_allocator_start();
 	hz_counters_setup();
 	configure_report();
-	hz_obs_add_source(hz_large_counters);
-	hz_obs_add_source(hz_small_counters);
-	hz_obs_add_source(hz_report_counters);
 	int verbose = hz_option(HZ_OPT_VERBOSE)->num;
 	if (hz_mode_off) {
 		/* memset through the pointer, to glibc's; no arms. */

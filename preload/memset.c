@@ -25,11 +25,11 @@
 #include "../obs/ab.h"
 #include "../obs/callsites.h"
 #include "../obs/counters.h"
-#include "../obs/report.h"
 #include "alloc.h"
 #include "init.h"
 #include "preload.h"
 #include "start.h"
+#include "stats.h"
 
 HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
 
@@ -59,7 +59,7 @@ static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 	if (n <= HZ_FRONT_MAX)
 		return hz_memset_impl(p, c, n);
 	hz_count(HZ_OP_MEMSET, n);
-	hz_report_child_check();
+	hz_stats_child_check();
 	if (hz_unlikely(hz_mode_off))
 		return hz_memset_impl(p, c, n);
 	if (hz_unlikely(hz_callsites_on))

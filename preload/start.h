@@ -2,8 +2,7 @@
  * allocator makes when it comes before the library's constructor (or the
  * constructor, if it comes first): the options read, the mode decided
  * (HUGEZERO_MODE=off takes effect only where glibc's allocator is there to
- * forward to), the arenas configured. Allocates nothing; idempotent.
- * Calls options.h, glibc.h and the rooms below preload/. */
+ * forward to), the arenas configured. Allocates nothing; idempotent. */
 #ifndef HZ_START_H
 #define HZ_START_H
 

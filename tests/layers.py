@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""The rooms point one way: every #include and every call between the
-library's files runs down the order README.md's Layout section gives, never
-up, so there is no circle of files.
+"""The rooms point one way: every #include, every call and every function
+handed on between the library's files runs down the order docs/layers.txt
+gives, never up, so there is no circle of files.
 
-The order is the first fenced block of the Layout section: one line per
-room, bottom-up, "room/  unit unit ...", the units of a room bottom-up
-too ("*": the room's files are not ordered among themselves). A unit is a
-file name without its extension: a .c file and the header of the same name
-are one unit. A file may include, and its object may call, only its own
-unit, units to its left in its room, and files of lower rooms.
+The order: one line per room, bottom-up, "room/  unit unit ...", the units
+of a room bottom-up too ("*": the room's files are not ordered among
+themselves). A unit is a file name without its extension: a .c file and
+the header of the same name are one unit. A file may include, and its
+object may call, only its own unit, units to its left in its room, and
+files of lower rooms. "handoff: name ..." lists functions that take a
+function only to give it to the C library (a thread's entry).
 
 Includes are read from the sources; calls from the objects the build made
 (nm: an undefined symbol of one object, defined by another: the library's
-hz_* functions and data, and its exported ones such as memset). Calls
-through a function pointer are not seen: the rooms pass one only where a
-layer is optional at link time.
+hz_* functions and data, and its exported ones such as memset). Functions
+handed on (x86-64 objects, objdump): a function's address loaded (lea, or
+a GOT or PC-relative relocation) and then a direct call, the loaded
+address its argument; the callee must not lie below the function's own
+unit, or it could call up through it.
 
 Usage: layers.py SOURCE_DIR BUILD_DIR [--reversed]
---reversed checks against every room's order reversed, and succeeds only
-when that finds violations: the check can fail.
+--reversed checks against every room's order reversed, with no handoffs
+allowed, and succeeds only when that finds violations of both kinds: the
+checks can fail.
 """
 import os
 import re
@@ -26,19 +30,18 @@ import subprocess
 import sys
 
 
-def read_order(readme):
-    text = open(readme).read()
-    section = text[text.index("\n## Layout"):]
-    block = section[section.index("```") + 3:]
-    block = block[block.index("\n") + 1:block.index("```")]
-    rooms = []
-    for line in block.splitlines():
+def read_order(path):
+    rooms, handoff = [], set()
+    for line in open(path):
         line = line.split("#")[0].strip()
         if not line:
             continue
         room, *units = line.split()
-        rooms.append((room.rstrip("/"), units))
-    return rooms
+        if room == "handoff:":
+            handoff.update(units)
+        else:
+            rooms.append((room.rstrip("/"), units))
+    return rooms, handoff
 
 
 def unit_of(path):
@@ -65,6 +68,9 @@ class Order:
     def known(self, path):
         room, name = unit_of(path)
         return room in self.unordered or (room, name) in self.unit_rank
+
+    def unordered_room(self, path):
+        return unit_of(path)[0] in self.unordered
 
     def allowed(self, src, dst):
         """Whether file src may include or call file dst."""
@@ -136,7 +142,42 @@ def symbols(obj):
     return defined, undefined
 
 
-def check(src_dir, build_dir, order, rooms, quiet=False):
+RELOC = re.compile(r"^\s+[0-9a-f]+: (R_X86_64_\w+)\s+([^\s+-]+)")
+INSN = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)\s*(.*)$")
+TAKE = ("R_X86_64_PC32", "R_X86_64_GOTPCREL", "R_X86_64_GOTPCRELX", "R_X86_64_REX_GOTPCRELX",
+        "R_X86_64_32S", "R_X86_64_64")
+
+
+def handed(obj, functions):
+    """(g, h) pairs of an object: function g's address loaded, then a
+    direct call to h (g one of its arguments). Local functions resolved
+    by the assembler show in the comment of their lea."""
+    out = subprocess.run(["objdump", "-dr", "--no-show-raw-insn", obj],
+                         capture_output=True, text=True, check=True).stdout
+    pairs, pending, last = [], [], ""
+    for line in out.splitlines():
+        m = RELOC.match(line)
+        if m:
+            kind, sym = m.groups()
+            if last.startswith(("call", "jmp")):
+                pairs += [(g, sym) for g in pending]
+                pending = []
+            elif kind in TAKE and sym in functions:
+                pending.append(sym)
+            continue
+        m = INSN.match(line)
+        if not m:
+            continue
+        last, args = m.groups()
+        c = re.search(r"# [0-9a-f]+ <([\w.]+)>$", args)
+        if last == "lea" and c and c.group(1) in functions:
+            pending.append(c.group(1))
+        elif last.startswith("call") and re.search(r"<[\w.]+>$", args):
+            pending = []  # a call within the object, to one of its own
+    return pairs
+
+
+def check(src_dir, build_dir, order, rooms, handoff=(), quiet=False):
     bad, edges = [], 0
 
     def say(msg):
@@ -146,7 +187,7 @@ def check(src_dir, build_dir, order, rooms, quiet=False):
     files = sources(src_dir, rooms)
     for path in files:
         if not order.known(path):
-            bad.append(f"{path}: not in README's Layout order")
+            bad.append(f"{path}: not in docs/layers.txt")
             continue
         for inc in includes(src_dir, path):
             if inc is None or not order.known(inc):
@@ -171,6 +212,28 @@ def check(src_dir, build_dir, order, rooms, quiet=False):
             edges += 1
             if not order.allowed(src, dst):
                 bad.append(f"{src} calls {s} of {dst}: up the order")
+    handed_bad = 0
+    text = {}
+    for o in objs:
+        res = subprocess.run(["nm", o], capture_output=True, text=True, check=True).stdout
+        text[o] = {f[2]: f[1] for f in (l.split() for l in res.splitlines()) if len(f) == 3 and f[1] in "tT"}
+    global_functions = {s for t in text.values() for s, k in t.items() if k == "T"}
+    for o in objs:
+        src = objs[o]
+        local = {s for s, k in text[o].items() if k == "t"}
+        functions = local | global_functions
+        for g, h in handed(o, functions):
+            gsrc = src if g in local else owner.get(g)
+            hsrc = owner.get(h)
+            if not gsrc or not hsrc or h in handoff or not order.known(gsrc) or not order.known(hsrc):
+                continue
+            edges += 1
+            if unit_of(gsrc) == unit_of(hsrc) or (order.unordered_room(gsrc) and unit_of(gsrc)[0] == unit_of(hsrc)[0]):
+                continue
+            if order.allowed(gsrc, hsrc):  # h lies below g: it would call up through g
+                bad.append(f"{src} hands {g} of {gsrc} to {h} of {hsrc}, below it")
+                handed_bad += 1
+    check.handed_bad = handed_bad
     for b in bad:
         say("FAIL - " + b)
     say(f"{len(files)} files, {len(objs)} objects, {edges} edges checked, {len(bad)} against the order")
@@ -180,11 +243,12 @@ def check(src_dir, build_dir, order, rooms, quiet=False):
 def main():
     src_dir, build_dir = sys.argv[1], sys.argv[2]
     reverse = "--reversed" in sys.argv[3:]
-    rooms = read_order(os.path.join(src_dir, "README.md"))
-    bad = check(src_dir, build_dir, Order(rooms, reverse), rooms, quiet=reverse)
+    rooms, handoff = read_order(os.path.join(src_dir, "docs", "layers.txt"))
+    bad = check(src_dir, build_dir, Order(rooms, reverse), rooms, () if reverse else handoff, quiet=reverse)
     if reverse:
-        print(f"reversed order: {len(bad)} violations found (expected some)")
-        sys.exit(0 if len(bad) > 10 else 1)
+        print(f"reversed order, no handoffs: {len(bad)} violations found, "
+              f"{check.handed_bad} of functions handed down (expected some of both)")
+        sys.exit(0 if len(bad) > 10 and check.handed_bad > 0 else 1)
     sys.exit(1 if bad else 0)
 
 
