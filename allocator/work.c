@@ -2,6 +2,7 @@
 #include <errno.h>
 
 #include "../arch/arch.h"
+#include "../obs/counters.h"
 #include "budget.h"
 #include "fresh.h"
 #include "work.h"
@@ -101,7 +102,9 @@ static int claim_fresh(struct hz_arena *a, size_t reserve)
 }
 
 /* Clears [p, p + n) with kernel k a step at a time while the piece is not
- * taken; returns the bytes cleared. */
+ * taken; returns the bytes cleared. Counted as every clear of the library
+ * is (kernel.*, on the zeroer's own thread's block), beside
+ * background.cleared_bytes. */
 static size_t clear_steps(unsigned k, unsigned char *p, size_t n)
 {
 	size_t done = 0;
@@ -109,6 +112,7 @@ static size_t clear_steps(unsigned k, unsigned char *p, size_t n)
 		size_t m = n - done < STEP ? n - done : STEP;
 		__atomic_store_n(&hz_claim.step_at, hz_os_now_ns(), __ATOMIC_RELAXED);
 		hz_fill(k, p + done, 0, m);
+		hz_count_kernel(k, m);
 		done += m;
 	}
 	return done;

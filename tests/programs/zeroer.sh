@@ -36,6 +36,23 @@ run "page faults not countable (getrusage refused): no population, no polling" \
 	env HUGEZERO_RESERVE=16M "$prog" blind
 run "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
 
+# The zeroer's clears are counted with every other clear: 256 MiB set by
+# memset and freed dirty, then cleared by the zeroer while the program
+# sleeps; the kernels' bytes cover both.
+rm -f "$work"/count.*
+HUGEZERO_STATS="$work/count" LD_PRELOAD=$lib /usr/bin/python3 -c '
+import ctypes, time
+c = ctypes.CDLL(None)
+c.malloc.restype = ctypes.c_void_p
+n = 256 << 20
+p = c.malloc(n)
+c.memset(ctypes.c_void_p(p), 1, n)
+c.free(ctypes.c_void_p(p))
+time.sleep(1.5)' 2>"$work/err"
+check=$(awk '/^kernel\..*\.bytes /{k += $2} /^memset\.large\.bytes /{m = $2} /^background\.cleared_bytes /{b = $2}
+	END {print (b > 0 && k >= m + b) ? "ok" : "kernels " k ", memset " m ", background " b}' "$work"/count.* 2>/dev/null)
+if [ "$check" = ok ]; then ok "the zeroer's clears are in the kernels' counts"; else bad "zeroer's clears counted: $check $(cat "$work/err")"; fi
+
 # exit mid-clear: 1 GiB dirty (the budget raised so none of it is
 # purged); gone, the process reaped, within 0.5 s of exit. Again with
 # every core busy (two spinners per CPU at normal priority): the zeroer,
