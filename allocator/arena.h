@@ -3,7 +3,7 @@
  * threads allocating at once are not serialised on one lock. The blocks
  * in chunks are run.h's, the huge blocks huge_cache.h's, what is released
  * budget.h's. The lock
- * order, for every lock of the allocator: fork.h. */
+ * order, for every lock of the allocator: fork_locks.h. */
 #ifndef HZ_ARENA_H
 #define HZ_ARENA_H
 

@@ -15,7 +15,7 @@ static size_t page_of(const struct hz_chunk *c, const void *p)
 
 int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 {
-	hz_fill_policy(c, 0, sizeof *c);
+	hz_memzero(c, sizeof *c);
 	if (hz_page_size != HZ_PAGE)
 		return ENOMEM; /* another page size: chunks do not apply */
 	void *base;

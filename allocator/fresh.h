@@ -77,7 +77,7 @@ int hz_fresh_advice_now(int advice);
 /* [p, p+size) advised `advice` (HZ_ADVISED_HUGE or _SMALL), counted. */
 void hz_fresh_readvise(void *p, size_t size, int advice);
 
-/* fork (fork.h): the watch's lock; in the child, a probe that was
+/* fork (fork_locks.h): the watch's lock; in the child, a probe that was
  * running on another thread is over, and the next is due in 10 s. */
 void hz_fresh_fork_prepare(void);
 void hz_fresh_fork_parent(void);

@@ -66,7 +66,7 @@ int hz_huge_remap(struct hz_huge *h, size_t mapped);
  * pool (its arena's lock held, or one no other thread can reach yet). */
 void hz_huge_destroy(struct hz_huge *h);
 
-/* fork (fork.h): the descriptor pool's lock. */
+/* fork (fork_locks.h): the descriptor pool's lock. */
 void hz_huge_lock(void);
 void hz_huge_unlock(void);
 

@@ -67,7 +67,7 @@ static size_t known_zero(const struct hz_huge *h)
 void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 {
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
-	if (size <= HZ_LARGE_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
+	if (size <= HZ_RUN_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
 		mapped = usable;
 	/* The thread's arena's cache, then the others' whose lock is free at
 	 * once (never waiting on a lock a SCHED_IDLE zeroer may hold while the

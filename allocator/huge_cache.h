@@ -12,7 +12,7 @@
 
 #pragma GCC visibility push(hidden)
 
-/* A huge block of at least size bytes (HZ_LARGE_MAX < size <=
+/* A huge block of at least size bytes (HZ_RUN_MAX < size <=
  * HZ_HUGE_MAX; or smaller, where no chunk could be mapped) from the
  * calling thread's arena: a cached one, or a new mapping of whole huge
  * pages (of whole pages where that much cannot be mapped: an
@@ -23,7 +23,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill);
 int hz_huge_cache_free(struct hz_huge *h);
 /* Its usable size, or 0 when it is not live. */
 size_t hz_huge_cache_usable(struct hz_huge *h);
-/* Resizes it in place to size bytes (> HZ_LARGE_MAX), within its
+/* Resizes it in place to size bytes (> HZ_RUN_MAX), within its
  * mapping: 0, or -1. */
 int hz_huge_cache_resize(struct hz_huge *h, size_t size);
 /* Moves it to a mapping of size bytes without copying (mremap): the new

@@ -9,7 +9,7 @@
 #include "run.h"
 #include "zeroer.h"
 
-size_t hz_large_max = HZ_HUGE_MAX;
+size_t hz_block_max = HZ_HUGE_MAX;
 int hz_large_pressed;
 static uint64_t pressure_checks, pressure_releases, pressure_bytes, limit_read_at;
 static size_t limit_fitted; /* the cgroup limit the budget and reserve were fitted to */
@@ -18,7 +18,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 {
 	hz_limits_read();
 	size_t most = hz_limits_max_block(HZ_REG_WINDOW / 4);
-	hz_large_max = most < HZ_HUGE_MAX ? most : HZ_HUGE_MAX;
+	hz_block_max = most < HZ_HUGE_MAX ? most : HZ_HUGE_MAX;
 	hz_huge_fitted = hz_limits.overcommit == 2;
 	hz_budget_setup(cfg->dirty_max, cfg->dirty_decay_ms, cfg->reserve);
 	hz_fresh_setup(cfg->thp, cfg->fresh);
@@ -75,7 +75,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 {
 	void *p = NULL;
 	int refill = 0, probe = 0;
-	if (size > hz_large_max) {
+	if (size > hz_block_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -88,7 +88,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		 * run.h, huge_cache.h). */
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
-	if (size && size <= HZ_LARGE_MAX && !hz_huge_fitted)
+	if (size && size <= HZ_RUN_MAX && !hz_huge_fitted)
 		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero,
 				 &refill);
 	/* Larger blocks, and those no chunk could be mapped for (an
@@ -130,9 +130,9 @@ int hz_large_free(struct hz_owner o, void *p)
  * within its mapping. 0 when done. */
 static int resize_in_place(struct hz_owner o, void *p, size_t old, size_t size)
 {
-	if (o.chunk && size <= HZ_LARGE_MAX)
+	if (o.chunk && size <= HZ_RUN_MAX)
 		return hz_run_resize(o.chunk, p, old, size);
-	if (huge_at(o, p) && size > HZ_LARGE_MAX)
+	if (huge_at(o, p) && size > HZ_RUN_MAX)
 		return hz_huge_cache_resize(o.huge, size);
 	return -1;
 }
@@ -140,21 +140,21 @@ static int resize_in_place(struct hz_owner o, void *p, size_t old, size_t size)
 size_t hz_large_resize(struct hz_owner o, void *p, size_t size)
 {
 	size_t old = hz_large_usable(o, p);
-	if (old && size && size <= hz_large_max && size != old)
+	if (old && size && size <= hz_block_max && size != old)
 		resize_in_place(o, p, old, size);
 	return hz_large_usable(o, p);
 }
 
 void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size)
 {
-	if (size == 0 || size > hz_large_max) {
+	if (size == 0 || size > hz_block_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
 	hz_fresh_freed(p); /* a watched block is read before it changes */
 	if (!resize_in_place(o, p, old, size))
 		return p;
-	void *q = huge_at(o, p) && size > HZ_LARGE_MAX ? hz_huge_cache_move(o.huge, size) : NULL;
+	void *q = huge_at(o, p) && size > HZ_RUN_MAX ? hz_huge_cache_move(o.huge, size) : NULL;
 	if (q)
 		return q;
 	/* A new block, the bytes copied. */
@@ -255,7 +255,7 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "limits.cgroup_bytes", limit == HZ_LIMIT_NONE ? 0 : limit, 1); /* 0: none */
 	fn(arg, "limits.dirty_max_bytes", __atomic_load_n(&hz_budget_dirty_max, __ATOMIC_RELAXED), 1);
 	fn(arg, "limits.reserve_max_bytes", __atomic_load_n(&hz_budget_reserve_max, __ATOMIC_RELAXED), 1);
-	fn(arg, "limits.largest_block_bytes", hz_large_max, 1);
+	fn(arg, "limits.largest_block_bytes", hz_block_max, 1);
 	fn(arg, "limits.pressure_checks", s.pressure_checks, 0);
 	fn(arg, "limits.pressure_releases", s.pressure_releases, 0);
 	fn(arg, "limits.pressure_bytes", s.pressure_bytes, 0);

@@ -35,19 +35,15 @@ void hz_large_setup(const struct hz_large_cfg *cfg);
 
 /* The largest block anyone could serve here (hz_limits_max_block, at
  * most HZ_HUGE_MAX and a quarter of the window): a larger request fails
- * with ENOMEM, as glibc's mmap does. Set by hz_large_setup. Where the
- * kernel charges every mapping in full (vm.overcommit_memory 2 ignores
- * MAP_NORESERVE), no chunk is reserved: every block is a mapping of its
- * own size (hz_huge_fitted), and the arenas keep at most 16 MiB free, no
- * reserve. */
-extern size_t hz_large_max;
+ * with ENOMEM, as glibc's mmap does. Set by hz_large_setup. */
+extern size_t hz_block_max;
 
 /* Set when the arenas gave their free memory back near a memory cgroup's
  * limit: whoever holds other free memory (the small engine) gives it
  * back too, and clears it. */
 extern int hz_large_pressed;
 
-/* A block of at least size bytes (0 < size <= hz_large_max), aligned
+/* A block of at least size bytes (0 < size <= hz_block_max), aligned
  * to align (a power of two from HZ_PAGE to HZ_HUGE_SIZE: chunks and huge
  * blocks are chunk-aligned, so a run is placed on the alignment); with
  * zero set its bytes read as zero, cleared only where pages were dirty (a
@@ -91,7 +87,7 @@ size_t hz_large_usable(struct hz_owner o, const void *p);
  * foreign pointer, or one freed already): the caller reports it. */
 int hz_large_free(struct hz_owner o, void *p);
 /* Resizes the live block at p, of old usable bytes (hz_large_usable), to
- * size bytes (0 < size <= hz_large_max): in place when its chunk has the
+ * size bytes (0 < size <= hz_block_max): in place when its chunk has the
  * pages after it free (or it shrinks); otherwise a new block, chunk
  * blocks copied, huge blocks moved by the kernel (mremap) without copying
  * a byte. Returns the block, or NULL with errno ENOMEM (p untouched). */
@@ -104,7 +100,7 @@ size_t hz_large_resize(struct hz_owner o, void *p, size_t size);
  * is out of range. */
 static inline size_t hz_large_good_size(size_t size)
 {
-	return size && size <= hz_large_max ? hz_round_up(size, HZ_PAGE) : 0;
+	return size && size <= hz_block_max ? hz_round_up(size, HZ_PAGE) : 0;
 }
 
 /* Releases every free dirty page of every chunk, partial huge pages

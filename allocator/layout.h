@@ -21,7 +21,7 @@
 /* Arenas: a thread keeps to one (arena.h). */
 #define HZ_ARENAS 4
 /* The largest block a chunk serves; larger ones are huge blocks. */
-#define HZ_LARGE_MAX (HZ_CHUNK_SIZE / 2)
+#define HZ_RUN_MAX (HZ_CHUNK_SIZE / 2)
 /* The largest block the arenas serve. */
 #define HZ_HUGE_MAX ((size_t)1 << 46)
 

@@ -18,9 +18,10 @@ struct hz_purge_result {
 };
 
 /* With partial set it also releases the free pages in memory outside
- * whole blocks (malloc_trim; not on hugetlb chunks). At most `most`
- * bytes of whole huge pages go (SIZE_MAX: all), the chunk's highest first
- * (the last that first fit would hand out again). Returns the bytes
+ * whole blocks (malloc_trim; not on hugetlb chunks). Whole huge pages go
+ * until `most` bytes have (SIZE_MAX: all; the last may pass it, a huge
+ * page is never split), the chunk's highest first (the last that first
+ * fit would hand out again). Returns the bytes
  * released; *res, if not NULL, receives what it did. */
 size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res);
 

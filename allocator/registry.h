@@ -60,7 +60,7 @@ static inline int hz_reg_in_first_window(const void *p, size_t size)
 /* Every address from now on may be the arenas': free asks the table. */
 void hz_reg_widen(void);
 
-/* fork (fork.h): the table's writers' lock. */
+/* fork (fork_locks.h): the table's writers' lock. */
 void hz_reg_lock(void);
 void hz_reg_unlock(void);
 

@@ -1,4 +1,4 @@
-/* allocator/run.h: blocks up to HZ_LARGE_MAX, page runs in the arenas'
+/* allocator/run.h: blocks up to HZ_RUN_MAX, page runs in the arenas'
  * chunks. calloc clears only a block's dirty runs, outside the lock. */
 #ifndef HZ_RUN_H
 #define HZ_RUN_H

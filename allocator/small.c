@@ -5,7 +5,7 @@
 #include "../obs/counters.h"
 #include "small.h"
 
-size_t hz_large_min;
+size_t hz_large_threshold;
 
 /* The embedded jemalloc's defaults, its renamed malloc_conf, which it
  * reads when it initialises; MALLOC_CONF, read after it, wins. Each one

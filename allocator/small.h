@@ -1,5 +1,5 @@
 /* allocator/small.h: small blocks, and where they end. Blocks below
- * hz_large_min go to jemalloc; the library carries its own copy, built
+ * hz_large_threshold go to jemalloc; the library carries its own copy, built
  * from Debian's static archive with every symbol renamed hz_je_*
  * (scripts/jemalloc-rename.sh): its malloc symbols never become the
  * program's, and the program's mallocx & co. (which hugezero exports,
@@ -16,16 +16,16 @@
 
 #pragma GCC visibility push(hidden)
 
-/* Blocks from hz_large_min bytes up go to the hugepage arenas (large.h),
+/* Blocks from hz_large_threshold bytes up go to the hugepage arenas (large.h),
  * smaller ones to jemalloc: one compare on malloc's path. 0 until the
  * allocator is configured, so that the first call takes the slow path,
  * which configures it (and stays 0 while the library forwards to glibc:
  * every call then takes the slow path); SIZE_MAX where pages are not
  * 4 KiB, which the arenas assume. */
-extern size_t hz_large_min;
+extern size_t hz_large_threshold;
 static inline int hz_route_large(size_t size)
 {
-	return size >= hz_large_min;
+	return size >= hz_large_threshold;
 }
 
 /* The embedded jemalloc's pthread_atfork (scripts/jemalloc-rename.sh
@@ -85,7 +85,7 @@ void hz_je_malloc_stats_print(void (*write_cb)(void *, const char *), void *cbop
  * page faults in again (unless its THP mode is "always"): 128 us for
  * 256 KiB against 2.2 us for glibc (bench/alloc_bench). Such blocks are
  * cleared here instead, below HZ_JE_CLEAR_MAX: above it (reached only
- * with the arenas off or HZ_LARGE_MIN raised) jemalloc's own calloc
+ * with the arenas off or HUGEZERO_LARGE_MIN raised) jemalloc's own calloc
  * knows fresh memory, which a clear would commit. */
 #define HZ_JE_LARGE_MIN ((size_t)16 << 10)
 #define HZ_JE_CLEAR_MAX ((size_t)1 << 20)

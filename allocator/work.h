@@ -24,7 +24,7 @@ int hz_work_once(void);
  * holds free memory in memory after it. */
 int hz_work_decay(void);
 
-/* Set at the first fork, in parent and child (fork.h): pages may be
+/* Set at the first fork, in parent and child (fork_locks.h): pages may be
  * shared copy-on-write from then on, and a clear of one would copy it,
  * so only the pages /proc/self/pagemap says this process maps alone are
  * cleared; where it cannot say, none. */

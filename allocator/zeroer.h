@@ -43,7 +43,7 @@ struct hz_zeroer_stats {
 };
 void hz_zeroer_stats(struct hz_zeroer_stats *out);
 
-/* fork (fork.h): the thread's lock, taken first; in the child no thread
+/* fork (fork_locks.h): the thread's lock, taken first; in the child no thread
  * runs and the counters start from zero. */
 void hz_zeroer_fork_prepare(void);
 void hz_zeroer_fork_parent(void);

@@ -115,9 +115,15 @@ const char *hz_memset_front_name(hz_memset_fn fn);
  * front end's flag is cleared and hz_memset_impl set. */
 void hz_memset_divert(hz_memset_fn fn);
 /* Any size: the policy's kernel for (c, n), uncounted. The front ends'
- * way out above HZ_FRONT_MAX, and the library's clears of its own
- * state. */
-HZ_NOINLINE void *hz_fill_policy(void *p, int c, size_t n);
+ * way out above HZ_FRONT_MAX. */
+HZ_NOINLINE void *hz_fill_uncounted(void *p, int c, size_t n);
+/* The library's own state cleared (its tables, a struct): never memset,
+ * which a program may have interposed, and never counted as the
+ * program's. */
+static inline void hz_memzero(void *p, size_t n)
+{
+	hz_fill_uncounted(p, 0, n);
+}
 
 /* ---- arch/policy.c: size (and fill byte) to kernel ---- */
 

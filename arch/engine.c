@@ -11,7 +11,7 @@ struct hz_cpu hz_cpu;
 struct hz_policy hz_policy = {{SIZE_MAX, SIZE_MAX, SIZE_MAX}, {0, 0, 0}, {0, 0, 0}, 0};
 int hz_memset_widest_ok;
 
-void *hz_fill_policy(void *p, int c, size_t n)
+void *hz_fill_uncounted(void *p, int c, size_t n)
 {
 	hz_fill(hz_policy_pick(&hz_policy, c, n), p, c, n);
 	return p;

@@ -4,7 +4,7 @@
  * where the ISA has byte-masked stores (used while the vector stays in
  * its 4 KiB page), HZ_FRONT_GUARD (a condition
  * without which every call goes to HZ_FRONT_LARGE, default
- * hz_fill_policy, before an instruction of the ISA runs) and
+ * hz_fill_uncounted, before an instruction of the ISA runs) and
  * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up
  * to HZ_FRONT_MAX are filled with overlapping unaligned stores from both
  * ends, so each size class is a fixed number of stores behind one size
@@ -49,7 +49,7 @@ static inline void hz_fill_below8(uint8_t *p, uint64_t w, size_t n)
 #define HZ_FRONT_VISIBILITY /* hidden, as every file of the rooms is built */
 #endif
 #ifndef HZ_FRONT_LARGE
-#define HZ_FRONT_LARGE hz_fill_policy
+#define HZ_FRONT_LARGE hz_fill_uncounted
 #endif
 
 HZ_FRONT_VISIBILITY void *HZ_FRONT(void *d, int c, size_t n)

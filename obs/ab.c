@@ -101,8 +101,8 @@ uint64_t hz_ab_dropped(void)
  * that no thread of its holds, and a generator of its own. */
 void hz_ab_fork_child(void)
 {
-	hz_fill_policy(cells, 0, sizeof cells);
-	hz_fill_policy(hist, 0, sizeof hist);
+	hz_memzero(cells, sizeof cells);
+	hz_memzero(hist, sizeof hist);
 	dropped = 0;
 	for (int op = 0; op < HZ_AB_OPS; op++)
 		pthread_mutex_init(&lock[op], NULL);

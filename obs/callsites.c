@@ -31,7 +31,7 @@ static HZ_TLS int sampling;
  * unlocked (the thread that held it is not there). */
 void hz_callsites_fork_child(void)
 {
-	hz_fill_policy(sites, 0, sizeof sites);
+	hz_memzero(sites, sizeof sites);
 	dropped = 0;
 	busy = 0;
 }

@@ -74,7 +74,7 @@ void hz_tstats_link(struct hz_tstats *t)
 
 void hz_tstats_sum(struct hz_tstats *out)
 {
-	hz_fill_policy(out, 0, sizeof *out);
+	hz_memzero(out, sizeof *out);
 	pthread_mutex_lock(&tstats_lock);
 	add(out, &tstats_gone);
 	for (struct hz_tstats *t = tstats_list; t; t = t->next)
@@ -97,10 +97,10 @@ void hz_counters_fork_parent(void)
 void hz_counters_fork_child(void)
 {
 	struct hz_tstats *me = &hz_tstats;
-	hz_fill_policy(&tstats_gone, 0, sizeof tstats_gone);
+	hz_memzero(&tstats_gone, sizeof tstats_gone);
 	tstats_list = NULL;
 	int linked = me->state == 1;
-	hz_fill_policy(me, 0, sizeof *me);
+	hz_memzero(me, sizeof *me);
 	if (linked) {
 		me->state = 1;
 		tstats_list = me;

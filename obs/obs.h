@@ -17,7 +17,7 @@
  *   callsites.h  call sites of large clears
  *   report.h     the report: its formats' walk, its files
  *   emit.h       one emitter per format behind one interface
- *   fork.h       fork, for the whole room (its top) */
+ *   fork_reset.h       fork, for the whole room (its top) */
 #ifndef HZ_OBS_H
 #define HZ_OBS_H
 

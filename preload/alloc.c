@@ -1,5 +1,5 @@
 /* The allocator's slow paths (alloc.h), beside the fast paths they
- * complete: blocks from hz_large_min up, every block until the allocator
+ * complete: blocks from hz_large_threshold up, every block until the allocator
  * has started or while it forwards to glibc, frees of pointers in the
  * arenas' window, realloc across owners. Every exported form comes here
  * with jemalloc's mallocx flags, so each large block takes one path.
@@ -56,7 +56,7 @@ static void *small_alloc(size_t size, int flags)
  * the block, are the last resort. Impossible sizes fail as they are. */
 static HZ_NOINLINE void *large_failed(size_t size, int flags)
 {
-	if (size > hz_large_max) {
+	if (size > hz_block_max) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -92,7 +92,7 @@ static HZ_NOINLINE void *large_entry(size_t size, int flags)
 }
 
 /* The mode is tested here once for every allocating form: off mode's
- * hz_large_min is 0, so every call comes this way. */
+ * hz_large_threshold is 0, so every call comes this way. */
 void *hz_alloc_slow(size_t size, int flags)
 {
 	if (hz_unlikely(!hz_allocator_started))

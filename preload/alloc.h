@@ -33,7 +33,7 @@ HZ_NOINLINE void *hz_realloc_slow(void *p, size_t size, int flags);
 HZ_NOINLINE size_t hz_usable_slow(void *p);
 
 /* Whether a block of size bytes with these flags is the arenas': from
- * hz_large_min, aligned to at most a huge page, no jemalloc arena named. */
+ * hz_large_threshold, aligned to at most a huge page, no jemalloc arena named. */
 static inline int hz_alloc_large(size_t size, int flags)
 {
 	return hz_route_large(size) && HZ_JE_ALIGN_OF(flags) <= HZ_HUGE_SIZE &&
@@ -55,7 +55,7 @@ extern void *(*hz_ab_baseline)(void *p, int c, size_t n);
 
 static inline void *hz_fast_malloc(size_t size)
 {
-	if (hz_likely(size < hz_large_min))
+	if (hz_likely(size < hz_large_threshold))
 		return hz_je_malloc(size);
 	return hz_alloc_slow(size, 0);
 }

@@ -12,11 +12,11 @@
  * (libhugezero.a), a nothrow form returns NULL and the others abort with
  * a message, as a program built without exceptions does.
  *
- * A sized delete below hz_large_min frees a block of jemalloc's with its
+ * A sized delete below hz_large_threshold frees a block of jemalloc's with its
  * size (a block of that size was made there); other sizes, NULL, a block
  * in the arenas' window (whatever size the program says: a wrong one
  * must not put an arenas' block into jemalloc's cache), and every block
- * in HUGEZERO_MODE=off (hz_large_min is 0) take free's slow path. The mangled names are those of LP64 (size_t is unsigned long),
+ * in HUGEZERO_MODE=off (hz_large_threshold is 0) take free's slow path. The mangled names are those of LP64 (size_t is unsigned long),
  * x86-64's and arm64's. */
 #include <stddef.h>
 #include <stdlib.h>
@@ -83,7 +83,7 @@ static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size,
 #define DELETE_SIZED(mangled, flags, ...)                                \
 	HZ_EXPORT void mangled(void *p, size_t size, ##__VA_ARGS__)      \
 	{                                                                \
-		if (hz_likely(size < hz_large_min && p != NULL &&         \
+		if (hz_likely(size < hz_large_threshold && p != NULL &&         \
 			      !hz_reg_in_window(p)))                          \
 			hz_je_sdallocx(p, size + !size, flags);          \
 		else                                                     \

@@ -16,7 +16,7 @@
 #include "../obs/counters.h"
 #include "../obs/report.h"
 #include "dynamic.h"
-#include "fork.h"
+#include "fork_handlers.h"
 #include "alloc.h"
 #include "glibc.h"
 #include "init.h"

@@ -1,4 +1,4 @@
-/* glibc's malloc family. Sizes below hz_large_min go to the embedded
+/* glibc's malloc family. Sizes below hz_large_threshold go to the embedded
  * jemalloc (allocator/small.h), larger ones to the hugepage arenas
  * (allocator/large.h), whose calloc clears only dirty pages. Whose pointer
  * a block is, is answered by the arenas' address table in O(1) without a
@@ -46,7 +46,7 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 		return NULL;
 	/* jemalloc's calloc below its first large class, where its memory
 	 * is cleared in place or known fresh (small.h). */
-	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_min))
+	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_threshold))
 		return hz_je_calloc(1, total);
 	return hz_alloc_slow(total, HZ_JE_ZERO);
 }
@@ -80,11 +80,11 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 	return hz_usable_slow(p);
 }
 
-/* Between two sizes below hz_large_min, a block of jemalloc's is
+/* Between two sizes below hz_large_threshold, a block of jemalloc's is
  * jemalloc's realloc (which sets errno to ENOMEM when it fails). */
 HZ_EXPORT void *realloc(void *p, size_t size)
 {
-	if (hz_likely(size && size < hz_large_min && !hz_reg_in_window(p)))
+	if (hz_likely(size && size < hz_large_threshold && !hz_reg_in_window(p)))
 		return hz_je_realloc(p, size);
 	return hz_realloc_slow(p, size, 0);
 }

@@ -60,7 +60,7 @@ void hz_allocator_start(void)
 	hz_os_init();
 	hz_options_load();
 	if (!decide_mode(hz_option(HZ_OPT_MODE)->str))
-		__atomic_store_n(&hz_large_min, hz_options_start_arenas(), __ATOMIC_RELAXED);
+		__atomic_store_n(&hz_large_threshold, hz_options_start_arenas(), __ATOMIC_RELAXED);
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
 	starting_here = 0;
 }

@@ -67,7 +67,7 @@ void hz_verbose_print(void)
 	snprintf(line, sizeof line,
 		 "limits: memory cgroup %s; dirty budget %zu MiB, reserve %zu MiB; overcommit mode %d; "
 		 "largest block %zu MiB; RLIMIT_AS %s, RLIMIT_DATA %s",
-		 cg, hz_budget_dirty_max >> 20, hz_budget_reserve_max >> 20, hz_limits.overcommit, hz_large_max >> 20,
+		 cg, hz_budget_dirty_max >> 20, hz_budget_reserve_max >> 20, hz_limits.overcommit, hz_block_max >> 20,
 		 hz_limits.as == HZ_LIMIT_NONE ? "none" : "set", hz_limits.data == HZ_LIMIT_NONE ? "none" : "set");
 	hz_os_log(line, NULL, NULL);
 	snprintf(line, sizeof line, "memset front end %s up to %u KiB",

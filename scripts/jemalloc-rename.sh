@@ -9,8 +9,8 @@ in=$1 out=$2 nm=${3:-nm} objcopy=${4:-objcopy}
 map=$out.syms
 "$nm" -g --defined-only "$in" 2>/dev/null |
 	awk 'NF == 3 && !seen[$3]++ { print $3, "hz_je_" $3 }' >"$map"
-# Its own memset calls go to hugezero's uncounted entry (preload/memset.c):
-# the library's housekeeping is not the program's memset.
+# Its own memset calls go to hugezero's entry for them (preload/memset.c):
+# the kernels' figures count them, the program's memset figures do not.
 echo "memset hz_je_memset" >>"$map"
 # Its fork handlers are run by hugezero's, in their place (allocator/small.h).
 echo "pthread_atfork hz_je_pthread_atfork" >>"$map"

@@ -161,49 +161,6 @@ Test(chunk, released_pages_are_the_ones_in_memory)
 	done(c);
 }
 
-Test(chunk, purge_releases_whole_free_huge_pages_only)
-{
-	struct hz_chunk *c = new_chunk();
-	size_t hp = HZ_HUGE_PAGES, bad;
-	/* Three huge pages' worth, dirtied; then free all but one page of
-	 * the third: huge pages 0 and 1 are free and dirty, 2 is in use. */
-	unsigned char *a = hz_chunk_alloc(c, 2 * hp), *b = hz_chunk_alloc(c, hp - 1);
-	unsigned char *keep = hz_chunk_alloc(c, 1);
-	cr_assert(a && b && keep);
-	hz_chunk_mark_dirty(c, a);
-	hz_chunk_mark_dirty(c, b);
-	hz_chunk_mark_dirty(c, keep);
-	memset(a, 0x77, (3 * hp) << HZ_PAGE_SHIFT);
-	hz_chunk_free(c, a);
-	hz_chunk_free(c, b);
-	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 3 * hp - 1);
-
-	struct hz_purge_result res;
-	size_t released = hz_purge_chunk(c, 0, SIZE_MAX, &res);
-	cr_assert_eq(released, 2 * HZ_HUGE_SIZE, "released %zu", released);
-	cr_assert_eq(res.batch.ranges, 1, "adjacent huge pages go as one range");
-	cr_assert_eq(res.batch.error, 0);
-	cr_assert_eq(res.clean_bytes, 0, "nothing was clean");
-	cr_assert(all_bytes(a, 2 * HZ_HUGE_SIZE, 0, &bad), "released memory reads zero");
-	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0x77, &bad),
-		  "a huge page in use was split");
-	cr_assert_eq(keep[0], 0x77);
-	cr_assert_eq(hz_chunk_count_free(c, c->dirty), hp - 1);
-	cr_assert_eq(hz_purge_chunk(c, 0, SIZE_MAX, NULL), 0, "nothing whole is left");
-
-	/* Released pages are known zero: calloc over them clears nothing. */
-	unsigned char *z = hz_chunk_alloc(c, 2 * hp);
-	cr_assert_eq(z, a);
-	cr_assert_eq(hz_chunk_calloc_clear(c, z), 2 * HZ_HUGE_SIZE);
-
-	/* malloc_trim: the partial edge goes too. */
-	cr_assert_eq(hz_purge_chunk(c, 1, SIZE_MAX, &res), (hp - 1) << HZ_PAGE_SHIFT);
-	cr_assert(all_bytes(b, (hp - 1) << HZ_PAGE_SHIFT, 0, &bad));
-	cr_assert_eq(keep[0], 0x77, "a live page was released");
-	cr_assert_eq(hz_chunk_count_free(c, c->dirty), 0);
-	done(c);
-}
-
 static long meminfo(const char *field)
 {
 	FILE *f = fopen("/proc/meminfo", "r");

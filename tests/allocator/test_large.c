@@ -42,7 +42,7 @@ static void *l_realloc(void *p, size_t size)
  * alignment, chunk blocks and huge blocks alike, and free as any other. */
 Test(large, aligned_blocks)
 {
-	size_t sizes[] = {HZ_PAGE, 100000, (size_t)3 << 20, HZ_LARGE_MAX + 1};
+	size_t sizes[] = {HZ_PAGE, 100000, (size_t)3 << 20, HZ_RUN_MAX + 1};
 	for (size_t a = HZ_PAGE; a <= HZ_HUGE_SIZE; a <<= 1)
 		for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
 			unsigned char *p = hz_large_alloc_aligned(sizes[i], a, i & 1);
@@ -59,7 +59,7 @@ Test(large, aligned_blocks)
 
 Test(large, sizes_ownership_and_bad_pointers)
 {
-	size_t sizes[] = {1, 4095, 4096, 4097, 100000, (size_t)3 << 20, HZ_LARGE_MAX};
+	size_t sizes[] = {1, 4095, 4096, 4097, 100000, (size_t)3 << 20, HZ_RUN_MAX};
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
 		unsigned char *p = hz_large_alloc(sizes[i], 0);
 		cr_assert_not_null(p, "size %zu", sizes[i]);

@@ -1,5 +1,5 @@
-/* obs/fork.h: fork, for the whole room, at its top. Called by the
- * library's one set of fork handlers (preload/fork.c), never registered
+/* obs/fork_reset.h: fork, for the whole room, at its top. Called by the
+ * library's one set of fork handlers (preload/fork_handlers.c), never registered
  * here: the counters' lock is held across the fork; the child starts its
  * counters, arms, call sites and report from zero, its figures being its
  * own. */

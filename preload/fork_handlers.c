@@ -1,11 +1,11 @@
-/* fork, for the whole library (fork.h). */
+/* fork, for the whole library (fork_handlers.h). */
 #include <pthread.h>
 
-#include "../allocator/fork.h"
+#include "../allocator/fork_locks.h"
 #include "../allocator/small.h"
-#include "../obs/fork.h"
+#include "../obs/fork_reset.h"
 #include "../os/os.h"
-#include "fork.h"
+#include "fork_handlers.h"
 
 static void prepare(void)
 {

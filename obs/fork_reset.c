@@ -1,8 +1,8 @@
-/* fork, for the whole of obs/ (fork.h). */
+/* fork, for the whole of obs/ (fork_reset.h). */
 #include "ab.h"
 #include "callsites.h"
 #include "counters.h"
-#include "fork.h"
+#include "fork_reset.h"
 #include "report.h"
 
 void hz_obs_fork_prepare(void)

@@ -1,6 +1,6 @@
-/* preload/fork.h: fork, for the whole library, in one set of handlers at
- * its top: the allocator's locks (allocator/fork.h), the counters'
- * (obs/fork.h) and the embedded jemalloc's (allocator/small.h), taken in
+/* preload/fork_handlers.h: fork, for the whole library, in one set of handlers at
+ * its top: the allocator's locks (allocator/fork_locks.h), the counters'
+ * (obs/fork_reset.h) and the embedded jemalloc's (allocator/small.h), taken in
  * that order after every other library's prepare handler has run and
  * released before any other library's parent or child handler runs, as
  * glibc's own malloc is locked inside fork. A handler of another library

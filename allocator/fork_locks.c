@@ -1,6 +1,6 @@
-/* fork, for the whole allocator (fork.h). */
+/* fork, for the whole allocator (fork_locks.h). */
 #include "arena.h"
-#include "fork.h"
+#include "fork_locks.h"
 #include "fresh.h"
 #include "huge.h"
 #include "registry.h"

@@ -1,4 +1,4 @@
-/* allocator/fork.h: fork, for the whole allocator, at the top of its
+/* allocator/fork_locks.h: fork, for the whole allocator, at the top of its
  * room with the zeroer's thread. Called by the library's one set of fork
  * handlers, never registered here. The prepare takes every lock of the
  * allocator in the one order in which the allocator nests them:
