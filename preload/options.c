@@ -21,7 +21,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_MODE] = {"MODE", HZ_OPT_NAME, NAME("on"), NULL,
 			 "off forwards memset and the whole malloc family to glibc (read at the first allocation)"},
 	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, NONE, "(policy)",
-			   "use this kernel for every size above 16 KiB (names: see Kernels in README.md)"},
+			   "use this kernel for every size above 16 KiB (names: see Kernels in docs/design.md)"},
 	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, NONE, "(policy)",
 				 "kernel for sizes above 16 KiB and below MEDIUM_THRESHOLD"},
 	[HZ_OPT_KERNEL_MEDIUM] = {"KERNEL_MEDIUM", HZ_OPT_NAME, NONE, "(policy)",
@@ -75,9 +75,9 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_AB_SEED] = {"AB_SEED", HZ_OPT_UINT, NONE, "(time)",
 			    "seed of the arms' random assignment"},
 	[HZ_OPT_AB_MIN] = {"AB_MIN", HZ_OPT_SIZE, SIZE((uint64_t)64 << 10), NULL,
-			   "memset and arena calloc calls from this size (above 16K) take part in the arms"},
+			   "memset calls and zeroed arena blocks (calloc, mallocx with MALLOCX_ZERO) from this size (above 16K) take part in the arms"},
 	[HZ_OPT_CALLSITES] = {"CALLSITES", HZ_OPT_UINT, SIZE(0), NULL,
-			      "sample the stack of 1 in this many large memset and calloc calls (libunwind); 0: off"},
+			      "sample the stack of 1 in this many large blocks (every allocating form) and large memset calls (libunwind); 0: off"},
 };
 
 static struct hz_option_value values[HZ_OPT_COUNT];
