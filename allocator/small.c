@@ -1,11 +1,24 @@
-/* The embedded jemalloc's glue (small.h); linked where jemalloc is, in
- * libhugezero.so and libhugezero.a. */
+/* The small engine (small.h): the embedded jemalloc's glue, linked where
+ * jemalloc is, in libhugezero.so and libhugezero.a; and HUGEZERO_SMALL=
+ * next, the same table over the next allocator's malloc family (glibc's,
+ * or a jemalloc, mimalloc or tcmalloc the program links or preloads after
+ * this library), whose jemalloc extended API is made of the standard
+ * calls: alignment by posix_memalign, zeroing by a clear, nothing resized
+ * in place. */
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "../obs/counters.h"
 #include "small.h"
 
 size_t hz_large_threshold;
+
+struct hz_small_engine hz_small = {
+	hz_je_malloc,   hz_je_calloc,  hz_je_realloc,  hz_je_free,   hz_je_malloc_usable_size,
+	hz_je_mallocx,  hz_je_rallocx, hz_je_xallocx,  hz_je_nallocx, hz_je_dallocx,
+	hz_je_sdallocx, 1,
+};
 
 /* The embedded jemalloc's defaults, its renamed malloc_conf, which it
  * reads when it initialises; MALLOC_CONF, read after it, wins. Each one
@@ -47,6 +60,8 @@ void *hz_small_calloc(size_t size, int flags)
  * jemalloc's decay only frees lazily (its dirty_purged counts those), so
  * these are the pages the program faults in again if it takes them. */
 static uint64_t trimmed;
+
+static int next_trim(void);
 
 static void refresh(void)
 {
@@ -104,9 +119,95 @@ static size_t held(void)
 
 void hz_small_trim(void)
 {
+	if (!hz_small.jemalloc) {
+		next_trim();
+		return;
+	}
 	size_t before = held();
 	hz_je_mallctl("arena." HZ_JE_ARENAS_ALL ".purge", NULL, NULL, NULL, 0);
 	size_t after = held();
 	if (before > after)
 		__atomic_fetch_add(&trimmed, (uint64_t)(before - after) * get_size("arenas.page"), __ATOMIC_RELAXED);
+}
+
+/* ---- HUGEZERO_SMALL=next ---- */
+
+static struct hz_small_next next;
+
+static void *next_mallocx(size_t size, int flags)
+{
+	size_t align = HZ_JE_ALIGN_OF(flags);
+	void *p = NULL;
+	if (align <= sizeof(void *)) /* malloc's alignment for every size */
+		p = flags & HZ_JE_ZERO ? next.calloc(1, size) : next.malloc(size);
+	else if (next.memalign(&p, align, size ? size : 1))
+		p = NULL;
+	else if (flags & HZ_JE_ZERO)
+		hz_fill_counted(p, 0, size);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+/* Moved when aligned beyond malloc's; with MALLOCX_ZERO the bytes past
+ * the old usable size read as zero. */
+static void *next_rallocx(void *p, size_t size, int flags)
+{
+	size_t old = next.usable(p), new = size ? size : 1;
+	void *q;
+	if (HZ_JE_ALIGN_OF(flags) > sizeof(void *)) {
+		if ((q = next_mallocx(new, flags & ~HZ_JE_ZERO))) {
+			memcpy(q, p, old < new ? old : new);
+			next.free(p);
+		}
+	} else {
+		q = next.realloc(p, new);
+	}
+	if (!q)
+		errno = ENOMEM;
+	else if ((flags & HZ_JE_ZERO) && new > old)
+		hz_fill_counted((char *)q + old, 0, new - old);
+	return q;
+}
+
+static size_t next_xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	(void)size, (void)extra, (void)flags;
+	return next.usable(p);
+}
+
+static size_t next_nallocx(size_t size, int flags)
+{
+	(void)flags;
+	return size;
+}
+
+static void next_dallocx(void *p, int flags)
+{
+	(void)flags;
+	next.free(p);
+}
+
+static void next_sdallocx(void *p, size_t size, int flags)
+{
+	(void)size, (void)flags;
+	next.free(p);
+}
+
+int hz_small_use_next(const struct hz_small_next *fns)
+{
+	if (!fns->malloc || !fns->calloc || !fns->realloc || !fns->free || !fns->usable || !fns->memalign)
+		return -1;
+	next = *fns;
+	hz_small = (struct hz_small_engine){
+		next.malloc,   next.calloc,   next.realloc,  next.free,    next.usable,
+		next_mallocx,  next_rallocx,  next_xallocx,  next_nallocx, next_dallocx,
+		next_sdallocx, 0,
+	};
+	return 0;
+}
+
+static int next_trim(void)
+{
+	return next.trim ? next.trim(0) : 0;
 }

@@ -28,6 +28,42 @@ static inline int hz_route_large(size_t size)
 	return size >= hz_large_threshold;
 }
 
+/* The small engine: every small block's call goes through this table
+ * (the fast paths' direct call becomes a call through one load: no
+ * instruction more). The embedded jemalloc's by default; the next
+ * allocator's in the link order with HUGEZERO_SMALL=next
+ * (hz_small_use_next), set at the allocator's start, before any block.
+ * Flags are jemalloc's mallocx flags. */
+struct hz_small_engine {
+	void *(*malloc)(size_t size);
+	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *p, size_t size);
+	void (*free)(void *p);
+	size_t (*usable)(void *p);
+	void *(*mallocx)(size_t size, int flags);
+	void *(*rallocx)(void *p, size_t size, int flags);
+	size_t (*xallocx)(void *p, size_t size, size_t extra, int flags);
+	size_t (*nallocx)(size_t size, int flags);
+	void (*dallocx)(void *p, int flags);
+	void (*sdallocx)(void *p, size_t size, int flags);
+	int jemalloc; /* 1: the embedded jemalloc's (its figures, its calloc cleared in place) */
+};
+extern struct hz_small_engine hz_small;
+/* The next allocator's malloc family (functions of another library):
+ * every one but trim required. */
+struct hz_small_next {
+	void *(*malloc)(size_t size);
+	void *(*calloc)(size_t n, size_t size);
+	void *(*realloc)(void *p, size_t size);
+	void (*free)(void *p);
+	size_t (*usable)(void *p);
+	int (*memalign)(void **out, size_t align, size_t size); /* posix_memalign */
+	int (*trim)(size_t pad);                                /* malloc_trim, or NULL */
+};
+/* Small blocks from now on go to fns: 0, or -1 (nothing
+ * changed) when one it requires is missing. At the allocator's start. */
+int hz_small_use_next(const struct hz_small_next *fns);
+
 /* The embedded jemalloc's pthread_atfork (scripts/jemalloc-rename.sh
  * renames its call), in small_fork.c: its handlers are kept, and run by
  * the library's one set of fork handlers through these three. */
@@ -109,7 +145,8 @@ void hz_small_totals(struct hz_small_totals *t);
 /* The same and the calls its arenas served, by name (an obs.h source). */
 void hz_small_counters(hz_counter_fn fn, void *arg);
 /* Gives jemalloc's free pages (dirty and lazily freed) in every arena
- * back at once, counted (malloc.small.purged_bytes). */
+ * back at once, counted (malloc.small.purged_bytes); with
+ * HUGEZERO_SMALL=next, the next allocator's malloc_trim. */
 void hz_small_trim(void);
 
 #pragma GCC visibility pop

@@ -35,16 +35,16 @@ void hz_bad_pointer(const char *what)
 static void *small_alloc(size_t size, int flags)
 {
 	void *p;
-	if ((flags & HZ_JE_ZERO) && hz_small_clears(size)) {
+	if ((flags & HZ_JE_ZERO) && hz_small.jemalloc && hz_small_clears(size)) {
 		hz_count(HZ_OP_CALLOC, size);
 		p = hz_small_calloc(size, flags & ~HZ_JE_ZERO);
 	} else if (flags == 0) {
-		p = hz_je_malloc(size);
+		p = hz_small.malloc(size);
 	} else if (flags == HZ_JE_ZERO) {
 		hz_count(HZ_OP_CALLOC, size);
-		p = hz_je_calloc(1, size);
+		p = hz_small.calloc(1, size);
 	} else {
-		p = hz_je_mallocx(size ? size : 1, flags);
+		p = hz_small.mallocx(size ? size : 1, flags);
 	}
 	if (!p)
 		errno = ENOMEM;
@@ -123,7 +123,7 @@ void hz_free_slow(void *p)
 	if (!hz_large_owns(o)) { /* jemalloc's, in a widened window */
 		if (nobodys(p))
 			hz_bad_pointer("free(): invalid pointer");
-		hz_je_free(p);
+		hz_small.free(p);
 		return;
 	}
 	hz_count_free();
@@ -137,7 +137,7 @@ void hz_free_slow(void *p)
 size_t hz_usable_slow(void *p)
 {
 	struct hz_owner o = hz_large_owner(p);
-	return hz_large_owns(o) ? hz_large_usable(o, p) : hz_je_malloc_usable_size(p);
+	return hz_large_owns(o) ? hz_large_usable(o, p) : hz_small.usable(p);
 }
 
 /* A block moved between owners, or zeroed past its old size: a new block
@@ -174,11 +174,11 @@ void *hz_realloc_slow(void *p, size_t size, int flags)
 	if (mine && to_large && !(flags & HZ_JE_ZERO))
 		return hz_large_realloc(o, p, old, size);
 	if (!mine && !to_large) {
-		void *q = flags ? hz_je_rallocx(p, size, flags) : hz_je_realloc(p, size);
+		void *q = flags ? hz_small.rallocx(p, size, flags) : hz_small.realloc(p, size);
 		if (!q)
 			errno = ENOMEM;
 		return q;
 	}
 	/* Between jemalloc and the arenas, or zeroed: a new block. */
-	return moved(p, old ? old : hz_je_sallocx(p, 0), size, flags);
+	return moved(p, old ? old : hz_small.usable(p), size, flags);
 }

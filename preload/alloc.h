@@ -56,7 +56,7 @@ extern void *(*hz_ab_baseline)(void *p, int c, size_t n);
 static inline void *hz_fast_malloc(size_t size)
 {
 	if (hz_likely(size < hz_large_threshold))
-		return hz_je_malloc(size);
+		return hz_small.malloc(size);
 	return hz_alloc_slow(size, 0);
 }
 
@@ -67,7 +67,7 @@ static inline void hz_fast_free(void *p)
 	if (hz_unlikely(hz_reg_in_window(p)))
 		hz_free_slow(p);
 	else
-		hz_je_free(p);
+		hz_small.free(p);
 }
 
 #pragma GCC visibility pop

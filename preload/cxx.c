@@ -85,7 +85,7 @@ static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size,
 	{                                                                \
 		if (hz_likely(size < hz_large_threshold && p != NULL &&         \
 			      !hz_reg_in_window(p)))                          \
-			hz_je_sdallocx(p, size + !size, flags);          \
+			hz_small.sdallocx(p, size + !size, flags);      \
 		else                                                     \
 			hz_free_slow(p);                                 \
 	}

@@ -23,12 +23,10 @@ static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
 	return v < base ? v + base : v;
 }
 
-static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
+/* name's definition in the module info describes (its GNU hash table),
+ * or NULL. */
+static void *lookup_in(struct dl_phdr_info *info, const char *name)
 {
-	struct find *f = arg;
-	(void)size;
-	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6"))
-		return 0;
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
 		if (info->dlpi_phdr[i].p_type == PT_DYNAMIC)
@@ -46,22 +44,67 @@ static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
 			gnu = (const uint32_t *)v;
 	}
 	if (!sym || !str || !gnu)
-		return 1;
+		return NULL;
 	uint32_t h = 5381, nbuckets = gnu[0], symoffset = gnu[1], bloom = gnu[2];
-	for (const unsigned char *c = (const unsigned char *)f->name; *c; c++)
+	for (const unsigned char *c = (const unsigned char *)name; *c; c++)
 		h = h * 33 + *c;
 	const uint32_t *buckets = (const uint32_t *)((const ElfW(Addr) *)(gnu + 4) + bloom);
 	const uint32_t *chain = buckets + nbuckets - symoffset;
 	for (uint32_t i = buckets[h % nbuckets]; i; i++) {
-		if ((chain[i] | 1) == (h | 1) && !strcmp(str + sym[i].st_name, f->name) &&
-		    sym[i].st_shndx != SHN_UNDEF) {
-			f->found = (void *)(info->dlpi_addr + sym[i].st_value);
-			break;
-		}
+		if ((chain[i] | 1) == (h | 1) && !strcmp(str + sym[i].st_name, name) &&
+		    sym[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC)
+			return (void *)(info->dlpi_addr + sym[i].st_value);
 		if (chain[i] & 1)
 			break;
 	}
+	return NULL;
+}
+
+static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find *f = arg;
+	(void)size;
+	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6"))
+		return 0;
+	f->found = lookup_in(info, f->name);
 	return 1;
+}
+
+/* Whether the module info describes holds address a. */
+static int holds(struct dl_phdr_info *info, uintptr_t a)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+		if (ph->p_type == PT_LOAD && a >= lo && a - lo < ph->p_memsz)
+			return 1;
+	}
+	return 0;
+}
+
+/* What hz_next_symbol looks for: modules after this one's (self set). */
+struct find_next {
+	const char *name;
+	void *found;
+	int self;
+};
+
+static int find_next_in(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct find_next *f = arg;
+	(void)size;
+	if (!f->self) {
+		f->self = holds(info, (uintptr_t)&hz_next_symbol);
+		return 0;
+	}
+	return (f->found = lookup_in(info, f->name)) != NULL;
+}
+
+void *hz_next_symbol(const char *name)
+{
+	struct find_next f = {name, NULL, 0};
+	dl_iterate_phdr(find_next_in, &f);
+	return f.found;
 }
 
 void *hz_glibc_symbol(const char *name)

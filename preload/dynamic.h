@@ -15,6 +15,11 @@
  * GNU hash table, through dl_iterate_phdr), without dlsym, which may
  * allocate; NULL when there is none. */
 void *hz_glibc_symbol(const char *name);
+/* The next definition of name after this library's in the link order
+ * (the program, the libraries preloaded after it, those it links), read
+ * from their symbol tables like hz_glibc_symbol: no dlsym, no allocation,
+ * so it serves before the allocator has started. NULL when none. */
+void *hz_next_symbol(const char *name);
 /* The definition of name in the loaded library soname, cached in *cache;
  * NULL when there is none (or the library is not loaded). */
 void *hz_lib_lookup(void **cache, const char *soname, const char *name);

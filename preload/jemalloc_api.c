@@ -32,7 +32,7 @@ HZ_EXPORT size_t nallocx(size_t size, int flags)
 		return size; /* glibc gives at least that */
 	if (hz_alloc_large(size, flags))
 		return hz_large_good_size(size);
-	return hz_je_nallocx(size, flags);
+	return hz_small.nallocx(size, flags);
 }
 
 HZ_EXPORT size_t sallocx(const void *p, int flags)
@@ -50,7 +50,7 @@ HZ_EXPORT void dallocx(void *p, int flags)
 		hz_free_slow(p);
 		return;
 	}
-	hz_je_dallocx(p, flags);
+	hz_small.dallocx(p, flags);
 }
 
 HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
@@ -59,7 +59,7 @@ HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
 		hz_free_slow(p);
 		return;
 	}
-	hz_je_sdallocx(p, size, flags);
+	hz_small.sdallocx(p, size, flags);
 }
 
 /* Moves the block when needed; with MALLOCX_ZERO the bytes past the old
@@ -86,7 +86,7 @@ HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 			hz_fill_counted((char *)p + old, 0, now - old);
 		return now;
 	}
-	return hz_je_xallocx(p, size, extra, flags);
+	return hz_small.xallocx(p, size, extra, flags);
 }
 
 /* jemalloc's control and statistics interface: the embedded jemalloc's

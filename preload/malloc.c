@@ -47,7 +47,7 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 	/* jemalloc's calloc below its first large class, where its memory
 	 * is cleared in place or known fresh (small.h). */
 	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_threshold))
-		return hz_je_calloc(1, total);
+		return hz_small.calloc(1, total);
 	return hz_alloc_slow(total, HZ_JE_ZERO);
 }
 
@@ -74,7 +74,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 	if (!p)
 		return 0;
 	if (hz_likely(!hz_reg_in_window(p)))
-		return hz_je_malloc_usable_size(p);
+		return hz_small.usable(p);
 	if (hz_unlikely(hz_mode_off))
 		return hz_off_malloc_usable_size(p);
 	return hz_usable_slow(p);
@@ -85,7 +85,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 HZ_EXPORT void *realloc(void *p, size_t size)
 {
 	if (hz_likely(size && size < hz_large_threshold && !hz_reg_in_window(p)))
-		return hz_je_realloc(p, size);
+		return hz_small.realloc(p, size);
 	return hz_realloc_slow(p, size, 0);
 }
 

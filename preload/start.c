@@ -9,6 +9,7 @@
 #include "../allocator/registry.h"
 #include "../allocator/small.h"
 #include "../os/os.h"
+#include "dynamic.h"
 #include "glibc.h"
 #include "options.h"
 #include "start.h"
@@ -39,6 +40,31 @@ static int decide_mode(const char *mode)
 	return off;
 }
 
+/* HUGEZERO_SMALL: jemalloc's, or the next allocator's in the link order,
+ * found without allocating. Where there is none (libhugezero.a), the
+ * embedded jemalloc stays, and the reason is named. */
+static void decide_small(const char *small)
+{
+	if (!small || !strcmp(small, "jemalloc"))
+		return;
+	if (strcmp(small, "next")) {
+		hz_os_log("ignoring HUGEZERO_SMALL: not jemalloc or next: ", small, NULL);
+		return;
+	}
+	struct hz_small_next n = {
+		hz_next_symbol("malloc"),
+		hz_next_symbol("calloc"),
+		hz_next_symbol("realloc"),
+		hz_next_symbol("free"),
+		hz_next_symbol("malloc_usable_size"),
+		hz_next_symbol("posix_memalign"),
+		hz_next_symbol("malloc_trim"),
+	};
+	if (hz_small_use_next(&n))
+		hz_os_log("ignoring HUGEZERO_SMALL=next: no allocator after this library in the link order "
+			  "(or not a shared library); small blocks are jemalloc's", NULL, NULL);
+}
+
 /* Two threads' first calls may come at once (before the constructor, in
  * a program whose other libraries start threads): one starts the
  * allocator, the other waits for it, a few microseconds. A signal handler
@@ -59,8 +85,10 @@ void hz_allocator_start(void)
 	}
 	hz_os_init();
 	hz_options_load();
-	if (!decide_mode(hz_option(HZ_OPT_MODE)->str))
+	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
+		decide_small(hz_option(HZ_OPT_SMALL)->str);
 		__atomic_store_n(&hz_large_threshold, hz_options_start_arenas(), __ATOMIC_RELAXED);
+	}
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
 	starting_here = 0;
 }

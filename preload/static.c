@@ -9,6 +9,12 @@ void *hz_glibc_symbol(const char *name)
 	return NULL;
 }
 
+void *hz_next_symbol(const char *name)
+{
+	(void)name;
+	return NULL;
+}
+
 void *hz_lib_lookup(void **cache, const char *soname, const char *name)
 {
 	(void)cache;

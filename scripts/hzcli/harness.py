@@ -18,6 +18,10 @@ import threading
 import time
 
 ALLOCS = ("glibc", "jemalloc", "mimalloc", "tcmalloc", "hugezero")
+PEERS = ALLOCS[:-1]
+# hugezero's memset, large blocks and arms over mimalloc's small blocks
+# (HUGEZERO_SMALL=next, mimalloc preloaded after the library).
+HZ_OVER_MI = "hz+mimalloc"
 SONAMES = {"jemalloc": "libjemalloc.so.2", "mimalloc": "libmimalloc.so.2",
            "tcmalloc": "libtcmalloc_minimal.so.4"}
 
@@ -41,6 +45,7 @@ class Ctx:
         self.preload = {"glibc": None, "hugezero": lib}
         for a, so in SONAMES.items():
             self.preload[a] = os.path.join(libdir, so)
+        self.preload[HZ_OVER_MI] = lib + " " + self.preload["mimalloc"]
         self.bench = os.path.join(os.path.dirname(lib), "bench")
         self.tmp = tempfile.mkdtemp(prefix="hz-suite-")
         os.chmod(self.tmp, 0o755)  # the postgres user works below it
@@ -53,11 +58,13 @@ class Ctx:
         env.pop("MALLOC_CONF", None)
         if self.preload[alloc]:
             env["LD_PRELOAD"] = self.preload[alloc]
+        if alloc == HZ_OVER_MI:
+            env["HUGEZERO_SMALL"] = "next"
         return env
 
     def missing(self):
         """The allocators whose library is not installed."""
-        return [a for a, p in self.preload.items() if p and not os.path.isfile(p)]
+        return [a for a, p in self.preload.items() if p and not all(os.path.isfile(f) for f in p.split())]
 
     def once(self, key, make):
         """make(self)'s result, made at the first call for key."""
@@ -98,7 +105,7 @@ def bench_output(out, ctx, alloc):
     raises unless its malloc_from line names alloc's library (libc's for
     glibc)."""
     kv = {l.split()[0]: l.split() for l in out.splitlines() if l.strip()}
-    want = os.path.basename(ctx.preload[alloc]) if ctx.preload[alloc] else "libc.so.6"
+    want = os.path.basename(ctx.preload[alloc].split()[0]) if ctx.preload[alloc] else "libc.so.6"
     if os.path.basename(kv.get("malloc_from", ["", "?"])[1]) != want:
         raise RuntimeError("malloc from %s, not %s" % (kv.get("malloc_from"), want))
     return kv
@@ -388,9 +395,12 @@ def postgres_server(ctx, alloc, data, options=()):
     env = ctx.env(alloc)
     preload = []
     if env.get("LD_PRELOAD"):
-        copy = os.path.join(d, os.path.basename(env["LD_PRELOAD"]))
-        shutil.copy(env["LD_PRELOAD"], copy)
-        preload = ["env", "LD_PRELOAD=" + copy]
+        copies = []
+        for lib in env["LD_PRELOAD"].split():
+            copies.append(os.path.join(d, os.path.basename(lib)))
+            shutil.copy(lib, copies[-1])
+        preload = ["env", "LD_PRELOAD=" + " ".join(copies)] + (
+            ["HUGEZERO_SMALL=" + env["HUGEZERO_SMALL"]] if env.get("HUGEZERO_SMALL") else [])
     port = str(free_port())
     srv = subprocess.Popen(AS_PG + preload + [pg_bin() + "/postgres", "-D", data, "-k", d, "-p", port,
                                              "-c", "listen_addresses=", "-c", "fsync=off",

@@ -51,7 +51,7 @@ def checked(cond, what):
 def mapped(pid, ctx, alloc):
     """Raises unless the process maps alloc's library (glibc: nothing to
     see)."""
-    lib = ctx.preload[alloc]
+    lib = ctx.preload[alloc] and ctx.preload[alloc].split()[0]
     if lib:
         with open("/proc/%d/maps" % pid) as f:
             maps = f.read()

@@ -1,6 +1,7 @@
 """The workload suite: every case under glibc (no preload), jemalloc,
 mimalloc, tcmalloc and hugezero (LD_PRELOAD of Debian's packages and the
-built library), one process per (case, allocator), the allocators in a new
+built library), and hugezero over mimalloc (HUGEZERO_SMALL=next, mimalloc
+preloaded after it: its memset and large blocks, mimalloc's small ones), one process per (case, allocator), the allocators in a new
 random order in every case of every repetition (this machine is shared
 and noisy). Medians over the repetitions go to a table on stdout, a CSV and
 an SVG chart; every single run to the raw CSV beside it.
@@ -17,7 +18,7 @@ import sys
 import time
 
 from . import plot
-from .harness import (ALLOCS, Ctx, alternate, bench_output, fmt, initdb, median, peak_rss_of, pg_dir,
+from .harness import (ALLOCS, HZ_OVER_MI, PEERS, Ctx, alternate, bench_output, fmt, initdb, median, peak_rss_of, pg_dir,
                       postgres_server, ratio, redis_server, run_program, sort_input, write_csv)
 
 
@@ -128,6 +129,9 @@ CASES = [
 ]
 
 
+SUITE_ALLOCS = ALLOCS + (HZ_OVER_MI,)
+
+
 def run_suite(lib, reps, out_dir, only=None):
     ctx = Ctx(lib)
     missing = ctx.missing()
@@ -137,7 +141,7 @@ def run_suite(lib, reps, out_dir, only=None):
     os.makedirs(out_dir, exist_ok=True)
     start = time.time()
     try:
-        runs = alternate(cases, reps, lambda c, a: c[2](ctx, a))
+        runs = alternate(cases, reps, lambda c, a: c[2](ctx, a), allocs=SUITE_ALLOCS)
     finally:
         ctx.close()
     raw = [(rep, c[0], c[1], a) + (res if res else ("", "")) + (err,) for rep, c, a, res, err in runs]
@@ -150,43 +154,45 @@ def summarize(raw, cases, reps, seconds, out_dir):
     rows = []
     for name, unit, _ in cases:
         row = {"case": name, "unit": unit}
-        for a in ALLOCS:
+        for a in SUITE_ALLOCS:
             vals = [r[4] for r in raw if r[1] == name and r[3] == a and r[4] != ""]
             rss = [r[5] for r in raw if r[1] == name and r[3] == a and r[5] != ""]
             row[a] = median(vals)
             row[a + "_rss_kib"] = median(rss)
             row[a + "_failed"] = sum(1 for r in raw if r[1] == name and r[3] == a and r[4] == "")
-        others = [(row[a], a) for a in ALLOCS[:-1] if row[a] is not None]
+        others = [(row[a], a) for a in PEERS if row[a] is not None]
         best = min(others) if others else (None, "")
         hz = row["hugezero"]
         row["fastest_other"] = best[1]
         row["hugezero_over_fastest"] = hz / best[0] if hz and best[0] else None
         row["hugezero_over_glibc"] = hz / row["glibc"] if hz and row["glibc"] else None
         row["hugezero_over_jemalloc"] = hz / row["jemalloc"] if hz and row["jemalloc"] else None
-        rs = sorted(row[a + "_rss_kib"] for a in ALLOCS[:-1] if row[a + "_rss_kib"])
+        hm = row[HZ_OVER_MI]
+        row["hz_mimalloc_over_mimalloc"] = hm / row["mimalloc"] if hm and row["mimalloc"] else None
+        rs = sorted(row[a + "_rss_kib"] for a in PEERS if row[a + "_rss_kib"])
         row["rss_over_median"] = (row["hugezero_rss_kib"] / median(rs)
                                   if rs and row["hugezero_rss_kib"] else None)
         rows.append(row)
-    fields = (["case", "unit"] + list(ALLOCS) + ["fastest_other", "hugezero_over_fastest", "hugezero_over_glibc",
-              "hugezero_over_jemalloc"] + [a + "_rss_kib" for a in ALLOCS] + ["rss_over_median"] +
-              [a + "_failed" for a in ALLOCS])
+    fields = (["case", "unit"] + list(SUITE_ALLOCS) + ["fastest_other", "hugezero_over_fastest",
+              "hugezero_over_glibc", "hugezero_over_jemalloc", "hz_mimalloc_over_mimalloc"] +
+              [a + "_rss_kib" for a in SUITE_ALLOCS] + ["rss_over_median"] + [a + "_failed" for a in SUITE_ALLOCS])
     write_csv(os.path.join(out_dir, "suite.csv"), fields, rows)
     plot.alloc([{k: ("" if v is None else v) for k, v in r.items()} for r in rows],
-               os.path.join(out_dir, "suite.svg"))
+               os.path.join(out_dir, "suite.svg"), SUITE_ALLOCS)
     print("medians of %d repetitions, allocators in random order each time; %.0f s" % (reps, seconds))
     print("times (lower is better); hz/x: hugezero's time over x's; RSS: peak, MiB\n")
-    print("%-17s %-6s" % ("case", "unit") + "".join(" %9s" % a for a in ALLOCS) +
-          " %10s %7s %7s %7s" % ("hz/fastest", "hz/glib", "hz/jem", "rss/med"))
+    print("%-17s %-6s" % ("case", "unit") + "".join(" %9s" % a[:9] for a in SUITE_ALLOCS) +
+          " %10s %7s %7s %7s %7s" % ("hz/fastest", "hz/glib", "hz/jem", "hzmi/mi", "rss/med"))
     for r in rows:
-        print("%-17s %-6s" % (r["case"], r["unit"]) + "".join(" %9s" % fmt(r[a]) for a in ALLOCS) +
-              " %10s %7s %7s %7s" % (ratio(r["hugezero_over_fastest"]) + " " + r["fastest_other"][:2],
-                                     ratio(r["hugezero_over_glibc"]), ratio(r["hugezero_over_jemalloc"]),
-                                     ratio(r["rss_over_median"])))
+        print("%-17s %-6s" % (r["case"], r["unit"]) + "".join(" %9s" % fmt(r[a]) for a in SUITE_ALLOCS) +
+              " %10s %7s %7s %7s %7s" % (ratio(r["hugezero_over_fastest"]) + " " + r["fastest_other"][:2],
+                                         ratio(r["hugezero_over_glibc"]), ratio(r["hugezero_over_jemalloc"]),
+                                         ratio(r["hz_mimalloc_over_mimalloc"]), ratio(r["rss_over_median"])))
     print("\npeak RSS, MiB")
     for r in rows:
         print("%-17s %-6s" % (r["case"], "MiB") + "".join(
-            " %9s" % ("-" if r[a + "_rss_kib"] is None else "%.1f" % (r[a + "_rss_kib"] / 1024)) for a in ALLOCS))
+            " %9s" % ("-" if r[a + "_rss_kib"] is None else "%.1f" % (r[a + "_rss_kib"] / 1024)) for a in SUITE_ALLOCS))
     print("\nCSV: %s, every run: %s, chart: %s" % (os.path.join(out_dir, "suite.csv"),
                                                   os.path.join(out_dir, "suite.raw.csv"),
-                                                  os.path.join(out_dir, "suite.svg")))
+                                                  os.path.join(out_dir, "suite.svg"), SUITE_ALLOCS))
     return rows
