@@ -5,6 +5,7 @@
 #include "../allocator/fresh.h"
 #include "../allocator/large.h"
 #include "../allocator/limits.h"
+#include "../allocator/small.h"
 #include "../arch/arch.h"
 #include "../os/os.h"
 #include "options.h"
@@ -69,6 +70,10 @@ void hz_verbose_print(void)
 		 "largest block %zu MiB; RLIMIT_AS %s, RLIMIT_DATA %s",
 		 cg, hz_budget_dirty_max >> 20, hz_budget_reserve_max >> 20, hz_limits.overcommit, hz_block_max >> 20,
 		 hz_limits.as == HZ_LIMIT_NONE ? "none" : "set", hz_limits.data == HZ_LIMIT_NONE ? "none" : "set");
+	hz_os_log(line, NULL, NULL);
+	snprintf(line, sizeof line, "blocks from %zu KiB in the hugepage arenas; smaller ones %s",
+		 hz_large_threshold >> 10,
+		 hz_small.jemalloc ? "in the embedded jemalloc" : "in the next allocator (HUGEZERO_SMALL=next)");
 	hz_os_log(line, NULL, NULL);
 	snprintf(line, sizeof line, "memset front end %s up to %u KiB",
 		 hz_memset_front_name(hz_memset_impl), HZ_FRONT_MAX >> 10);
