@@ -15,8 +15,9 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
       # promtool checks the Prometheus report and rules, and with the node
       # exporter serves the fleet's end-to-end test; man renders the man
-      # pages, dpkg-shlibdeps (dpkg-dev) gives the Debian package its Depends
-      prometheus prometheus-node-exporter man-db dpkg-dev)
+      # pages, dpkg-shlibdeps (dpkg-dev) gives the Debian packages their
+      # Depends, lintian checks them
+      prometheus prometheus-node-exporter man-db dpkg-dev lintian)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

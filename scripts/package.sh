@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Builds the Debian package (hugezero_VERSION_ARCH.deb) into dist/ (or
-# $1): a release build for /usr in build-package/, then CPack, whose
-# Depends come from dpkg-shlibdeps. Install it with
-#   apt install ./dist/hugezero_*.deb
+# Builds the Debian packages into dist/ (or $1): libhugezero0 (the shared
+# library), libhugezero-dev (the archive, header, pkg-config and CMake
+# files, hugezero(7)) and hugezero (the command, hugezero(1)), from a
+# release build for /usr in build-package/, by CPack, their Depends from
+# dpkg-shlibdeps. Install them with
+#   apt install ./dist/*.deb
 set -eu
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-dist}")
@@ -13,4 +15,4 @@ cmake --build build-package -j"$(nproc)" >/dev/null
 mkdir -p "$out"
 (cd build-package && cpack -G DEB -B "$out" >/dev/null)
 rm -rf "$out/_CPack_Packages"
-ls "$out"/hugezero_*.deb
+ls "$out"/*.deb

@@ -26,8 +26,8 @@ missing=""
 for f in "$so" "$libdir/libhugezero.so" "$libdir/libhugezero.a" "$prefix/include/hugezero.h" \
 	"$libdir/pkgconfig/hugezero.pc" "$libdir/cmake/hugezero/hugezero-config.cmake" \
 	"$libdir/cmake/hugezero/hugezero-config-version.cmake" "$prefix/bin/hugezero" \
-	"$prefix/share/hugezero/hzcli/commands.py" "$prefix/share/man/man1/hugezero.1" \
-	"$prefix/share/man/man7/hugezero.7"; do
+	"$prefix/share/hugezero/hzcli/commands.py" "$prefix/share/man/man1/hugezero.1.gz" \
+	"$prefix/share/man/man7/hugezero.7.gz"; do
 	[ -e "$f" ] || missing="$missing $f"
 done
 [ -z "$missing" ] && ok "the files are installed" || bad "missing:$missing"
@@ -92,7 +92,7 @@ else
 fi
 
 # The man pages, rendered.
-for page in "$prefix/share/man/man1/hugezero.1" "$prefix/share/man/man7/hugezero.7"; do
+for page in "$prefix/share/man/man1/hugezero.1.gz" "$prefix/share/man/man7/hugezero.7.gz"; do
 	if MANWIDTH=80 man --warnings -l "$page" >"$work/page.txt" 2>"$work/warn" && [ ! -s "$work/warn" ] &&
 		[ "$(wc -l <"$work/page.txt")" -gt 40 ]; then
 		ok "man -l $(basename "$page"): $(wc -l <"$work/page.txt") lines, no warning"
@@ -100,7 +100,7 @@ for page in "$prefix/share/man/man1/hugezero.1" "$prefix/share/man/man7/hugezero
 		bad "man -l $page: $(head -5 "$work/warn")"
 	fi
 done
-MANWIDTH=200 man -l "$prefix/share/man/man7/hugezero.7" 2>/dev/null >"$work/page7.txt"
+MANWIDTH=200 man -l "$prefix/share/man/man7/hugezero.7.gz" 2>/dev/null >"$work/page7.txt"
 absent=""
 for o in $("$optdoc" | sed -n 's/^| `\(HUGEZERO_[A-Z0-9_]*\)`.*/\1/p'); do
 	grep -q "$o" "$work/page7.txt" || absent="$absent $o"

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# The Debian package, as root (CI): scripts/package.sh builds it; dpkg -i
-# installs it; the installed command runs python3 under the installed
-# library; the package's Depends came from dpkg-shlibdeps (libc6); dpkg -r
-# removes it and leaves none of its files behind; dpkg --purge its record.
+# The Debian packages, as root (CI): scripts/package.sh builds
+# libhugezero0, libhugezero-dev and hugezero; lintian finds no error in
+# them; their Depends (dpkg-shlibdeps: libc6) tie them together; dpkg -i
+# installs each (the library alone first, then the others); the installed
+# command runs python3 under the installed library; dpkg -r removes each,
+# the command and the development files first, and leaves none of their
+# files behind; dpkg --purge their records.
 # Usage: package.sh SOURCE_DIR
 set -u
 src=$1
@@ -11,31 +14,46 @@ if [ "$(id -u)" -ne 0 ]; then
 	echo "skipped: dpkg -i needs root"
 	exit 0
 fi
-if dpkg-query -W -f='${Status}' hugezero 2>/dev/null | grep -q 'install ok installed'; then
-	echo "skipped: a hugezero package is installed here already"
-	exit 0
-fi
-if deb=$("$src/scripts/package.sh" "$work/dist" 2>"$work/err" | tail -1) && [ -f "$deb" ]; then
-	ok "scripts/package.sh built $(basename "$deb")"
+pkgs="libhugezero0 libhugezero-dev hugezero"
+for p in $pkgs; do
+	if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		echo "skipped: the package $p is installed here already"
+		exit 0
+	fi
+done
+if "$src/scripts/package.sh" "$work/dist" >"$work/out" 2>"$work/err" && [ "$(grep -c '\.deb$' "$work/out")" -eq 3 ]; then
+	ok "scripts/package.sh built $(xargs -n1 basename <"$work/out" | tr '\n' ' ')"
 else
-	bad "scripts/package.sh: $(tail -5 "$work/err")"
+	bad "scripts/package.sh: $(tail -5 "$work/err") $(cat "$work/out")"
 	finish
 	exit
 fi
-depends=$(dpkg-deb -f "$deb" Depends)
-if grep -q 'libc6 (>=' <<<"$depends" && grep -q python3 <<<"$depends"; then
-	ok "Depends: $depends"
+deb() { ls "$work"/dist/"$1"_*.deb; }
+if ! command -v lintian >/dev/null; then
+	bad "lintian is not installed (scripts/deps.sh installs it)"
+elif errors=$(lintian "$work"/dist/*.deb 2>/dev/null | grep '^E:'); then
+	bad "lintian: $errors"
 else
-	bad "Depends: '$depends'"
+	ok "lintian: no errors ($(lintian "$work"/dist/*.deb 2>/dev/null | grep -c '^W:') warnings)"
 fi
-if dpkg -i "$deb" >"$work/dpkg.log" 2>&1; then
-	ok "dpkg -i"
+lib_dep=$(dpkg-deb -f "$(deb libhugezero0)" Depends)
+dev_dep=$(dpkg-deb -f "$(deb libhugezero-dev)" Depends)
+cli_dep=$(dpkg-deb -f "$(deb hugezero)" Depends)
+if grep -q 'libc6 (>=' <<<"$lib_dep" && grep -q 'libhugezero0 (=' <<<"$dev_dep" &&
+	grep -q 'libhugezero0 (=' <<<"$cli_dep" && grep -q python3 <<<"$cli_dep"; then
+	ok "Depends: $lib_dep; $dev_dep; $cli_dep"
+else
+	bad "Depends: '$lib_dep'; '$dev_dep'; '$cli_dep'"
+fi
+if dpkg -i "$(deb libhugezero0)" >"$work/dpkg.log" 2>&1 && [ -e "$(ls /usr/lib/*/libhugezero.so.0 2>/dev/null | head -1)" ] &&
+	dpkg -i "$(deb libhugezero-dev)" "$(deb hugezero)" >>"$work/dpkg.log" 2>&1; then
+	ok "dpkg -i: the library alone, then the development files and the command"
 else
 	bad "dpkg -i: $(tail -5 "$work/dpkg.log")"
 	finish
 	exit
 fi
-files=$(dpkg -L hugezero)
+files=$(for p in $pkgs; do dpkg -L "$p"; done)
 so=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch)/libhugezero.so.0
 (
 	cd "$work" || exit 1
@@ -62,8 +80,8 @@ if [ -f "$rules" ] && promtool check rules "$rules" >/dev/null 2>&1 &&
 else
 	bad "$rules: missing, invalid or not what hugezero rules writes"
 fi
-if dpkg -r hugezero >"$work/dpkg.log" 2>&1; then
-	ok "dpkg -r"
+if dpkg -r hugezero libhugezero-dev >"$work/dpkg.log" 2>&1 && dpkg -r libhugezero0 >>"$work/dpkg.log" 2>&1; then
+	ok "dpkg -r: the command and the development files, then the library"
 else
 	bad "dpkg -r: $(tail -5 "$work/dpkg.log")"
 fi
@@ -71,16 +89,17 @@ left=""
 while read -r f; do
 	[ -n "$f" ] && [ ! -d "$f" ] && [ -e "$f" ] && left="$left $f"
 done <<<"$files"
-state=$(dpkg-query -W -f='${Status}' hugezero 2>/dev/null || true)
+state=$(for p in $pkgs; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null; done)
 if [ -z "$left" ] && ! grep -q 'ok installed' <<<"$state"; then
-	ok "no file of the package left behind (dpkg: ${state:-unknown})"
+	ok "no file of the packages left behind"
 else
 	bad "left behind:$left; state '$state'"
 fi
-# The ldconfig postrm CPack writes keeps the package's record until purged.
-dpkg --purge hugezero >/dev/null 2>&1
-if dpkg-query -W hugezero >/dev/null 2>&1; then
-	bad "dpkg --purge left a record"
+# The ldconfig postrm CPack writes keeps the library's record until purged.
+dpkg --purge $pkgs >/dev/null 2>&1
+kept=$(for p in $pkgs; do dpkg-query -W "$p" >/dev/null 2>&1 && echo "$p"; done)
+if [ -n "$kept" ]; then
+	bad "dpkg --purge left a record: $kept"
 else
 	ok "dpkg --purge: no record left"
 fi
