@@ -1,6 +1,6 @@
-/* Arenas (arena.h): the calling thread's arena, its chunks, its sums and
+/* Arenas (arena.c): the calling thread's arena, its chunks, its sums and
  * counters. */
-#include "arena.h"
+#include "allocator.h"
 
 #define ARENA_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .claim_done = PTHREAD_COND_INITIALIZER}
 struct hz_arena hz_arenas[HZ_ARENAS] = {ARENA_INIT, ARENA_INIT, ARENA_INIT, ARENA_INIT};

@@ -1,9 +1,6 @@
-/* The dirty budget (budget.h). */
+/* The dirty budget (budget.c). */
 #include "../os/os.h"
-#include "budget.h"
-#include "huge.h"
-#include "limits.h"
-#include "purge.h"
+#include "allocator.h"
 
 size_t hz_budget_dirty_max;
 uint64_t hz_budget_decay_ns;

@@ -1,5 +1,5 @@
-/* The zeroer's claim (claim.h). */
-#include "claim.h"
+/* The zeroer's claim (claim.c). */
+#include "allocator.h"
 
 struct hz_claim hz_claim;
 uint64_t hz_claim_waits;

@@ -1,11 +1,5 @@
-/* fork, for the whole allocator (fork_locks.h). */
-#include "arena.h"
-#include "fork_locks.h"
-#include "fresh.h"
-#include "huge.h"
-#include "registry.h"
-#include "work.h"
-#include "zeroer.h"
+/* fork, for the whole allocator (fork_locks.c). */
+#include "allocator.h"
 
 void hz_allocator_fork_prepare(void)
 {

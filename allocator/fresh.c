@@ -1,11 +1,10 @@
-/* Fresh memory: its place and its page size, measured (fresh.h). */
+/* Fresh memory: its place and its page size, measured (fresh.c). */
 #include <errno.h>
 #include <pthread.h>
 
 #include "../arch/common.h"
 #include "../os/os.h"
-#include "fresh.h"
-#include "registry.h"
+#include "allocator.h"
 
 int hz_thp;
 static enum hz_fresh_mode mode;

@@ -1,9 +1,8 @@
-/* Huge blocks' descriptors and mappings (huge.h). */
+/* Huge blocks' descriptors and mappings (huge.c). */
 #include <pthread.h>
 
 #include "../os/os.h"
-#include "fresh.h"
-#include "huge.h"
+#include "allocator.h"
 
 int hz_huge_fitted;
 

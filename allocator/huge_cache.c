@@ -1,13 +1,10 @@
-/* Huge blocks served from their arenas' caches (huge_cache.h). */
-#include "../obs/counters.h"
-#include "arena.h"
-#include "budget.h"
-#include "fresh.h"
-#include "huge_cache.h"
+/* Huge blocks served from their arenas' caches (huge_cache.c). */
+#include "../obs/obs.h"
+#include "allocator.h"
 
 /* The cached block that fits `usable` bytes best, out of a's cache; one
  * more than a quarter larger than `mapped` is cut to it (a's lock held).
- * Not the one a stalled zeroer is clearing (claim.h): no wait for it. */
+ * Not the one a stalled zeroer is clearing (claim.c): no wait for it. */
 static struct hz_huge *cache_take(struct hz_arena *a, size_t usable, size_t mapped)
 {
 	struct hz_huge **best = NULL;
@@ -115,7 +112,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	a->n.refaults += h->advice == HZ_ADVISED_HUGE ? again / HZ_HUGE_SIZE : again >> HZ_PAGE_SHIFT;
 	pthread_mutex_unlock(&a->lock);
 	/* Watched for how much of it the program touches: past its first
-	 * huge page where that was touched and timed as a sample (fresh.h). */
+	 * huge page where that was touched and timed as a sample (fresh.c). */
 	size_t skip = h->advice == HZ_ADVISED_HUGE && hz_fresh_sampling() ? HZ_HUGE_SIZE : 0;
 	if (usable > skip + HZ_HUGE_SIZE)
 		hz_fresh_watch(h->base, h->base + skip, usable - skip, h->advice);

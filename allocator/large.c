@@ -1,13 +1,8 @@
-/* The hugepage arenas' entry (large.h). */
+/* The hugepage arenas' entry (large.c). */
 #include <errno.h>
 #include <string.h>
 
-#include "budget.h"
-#include "huge_cache.h"
-#include "large.h"
-#include "limits.h"
-#include "run.h"
-#include "zeroer.h"
+#include "allocator.h"
 
 size_t hz_block_max = HZ_HUGE_MAX;
 int hz_large_pressed;
@@ -85,7 +80,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		hz_fresh_decide(); /* outside every lock */
 		/* A measurement when due, by the zeroer's thread, off the
 		 * program's (which measures only before it maps fresh memory:
-		 * run.h, huge_cache.h). */
+		 * run.c, huge_cache.c). */
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
 	if (size && size <= HZ_RUN_MAX && !hz_huge_fitted)

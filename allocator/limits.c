@@ -1,7 +1,7 @@
-/* What the process may use (limits.h). */
+/* What the process may use (limits.c). */
 #include <string.h>
 
-#include "limits.h"
+#include "allocator.h"
 #include "../os/os.h"
 
 struct hz_limits hz_limits = {.overcommit = 0, .as = HZ_LIMIT_NONE, .data = HZ_LIMIT_NONE,

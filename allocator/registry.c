@@ -1,10 +1,10 @@
-/* The arenas' address table and window (registry.h). Writers serialise on
+/* The arenas' address table and window (registry.c). Writers serialise on
  * one lock; readers load without it. */
 #include <errno.h>
 #include <pthread.h>
 
 #include "../os/os.h"
-#include "registry.h"
+#include "allocator.h"
 
 uintptr_t *hz_reg_root[HZ_REG_ROOT];
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -1,8 +1,5 @@
-/* Blocks in chunks (run.h). */
-#include "arena.h"
-#include "budget.h"
-#include "fresh.h"
-#include "run.h"
+/* Blocks in chunks (run.c). */
+#include "allocator.h"
 
 /* Where alloc_in looks: pages in memory only, in an arena whose lock is
  * free at once (another thread's: never waiting on a lock a SCHED_IDLE
@@ -22,7 +19,7 @@ static void count_refaults(struct hz_arena *a, const struct hz_chunk *c)
 						      : c->taken_released;
 }
 
-/* A run of npages in a's chunks that `mode` allows (chunk.h), first fit
+/* A run of npages in a's chunks that `mode` allows (chunk.c), first fit
  * (lock held); NULL when none. */
 static void *fit_mode(struct hz_arena *a, size_t npages, size_t align, int mode, struct hz_chunk **cp)
 {
@@ -39,7 +36,7 @@ static void *fit_mode(struct hz_arena *a, size_t npages, size_t align, int mode,
 
 /* A run of npages in a's chunks (lock held); NULL when none. In memory and
  * away from the zeroer's piece first, so that no thread waits for it
- * (claim.h): with w IN_MEMORY_IF_FREE, only such a run. Then, where the
+ * (claim.c): with w IN_MEMORY_IF_FREE, only such a run. Then, where the
  * zeroer has stalled, fresh pages away from its piece; then any run (a
  * handout of its piece waits for its step), unless wait is 0. */
 static void *fit(struct hz_arena *a, size_t npages, size_t align, enum where w, int wait,

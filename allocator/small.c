@@ -1,4 +1,4 @@
-/* The small engine (small.h): the embedded jemalloc's glue, linked where
+/* The small engine (small.c): the embedded jemalloc's glue, linked where
  * jemalloc is, in libhugezero.so and libhugezero.a; and HUGEZERO_SMALL=
  * next, the same table over the next allocator's malloc family (glibc's,
  * or a jemalloc, mimalloc or tcmalloc the program links or preloads after
@@ -9,8 +9,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../obs/counters.h"
-#include "small.h"
+#include "../obs/obs.h"
+#include "allocator.h"
 
 size_t hz_large_threshold;
 
@@ -40,7 +40,7 @@ struct hz_small_engine hz_small = {
  *   (MADV_FREE), which the kernel takes back as soon as it needs memory
  *   (the machine's, or a memory cgroup's) and which cost no fault when
  *   the program takes them first; never released at once (MADV_DONTNEED)
- *   but by malloc_trim or a cgroup's pressure (large.h's hz_large_pressed).
+ *   but by malloc_trim or a cgroup's pressure (large.c's hz_large_pressed).
  *   Whatever the decay's length (10 s to 5 min), its curve released a busy
  *   server's churn as it went, which every reply faulted in again: Redis's
  *   LRANGE of 500 KB values, 213 K faults and 4.7 requests/s, tcmalloc's

@@ -1,10 +1,10 @@
-/* The embedded jemalloc's fork handlers (small.h): its pthread_atfork,
+/* The embedded jemalloc's fork handlers (small.c): its pthread_atfork,
  * renamed, keeps them here; the library's one set of fork handlers runs
  * them in their place in the order. No jemalloc symbol is referenced:
  * the unit tests link this file without jemalloc. */
 #include <stddef.h>
 
-#include "small.h"
+#include "allocator.h"
 
 static void (*je_prepare)(void), (*je_parent)(void), (*je_child)(void);
 /* Whether this fork's prepare ran jemalloc's (jemalloc may start on

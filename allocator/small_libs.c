@@ -1,4 +1,4 @@
-/* What the embedded jemalloc calls outside libc (small.h;
+/* What the embedded jemalloc calls outside libc (small.c;
  * scripts/jemalloc-rename.sh renames its calls): log, exp and round, and
  * libgcc's unwinder. Only its heap profiling calls them (the sampling
  * interval, its dumps, its backtraces), which is off unless MALLOC_CONF
@@ -10,7 +10,7 @@
 #include <math.h>
 #include <unwind.h>
 
-#include "small.h"
+#include "allocator.h"
 
 #define LN2 0.69314718055994530942
 

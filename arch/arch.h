@@ -7,7 +7,7 @@
  * It stands on common.h and the OS primitives (os/os.h: page
  * size, file reads) and knows nothing of allocation, the exported ABI,
  * options or counters: it is configured through hz_engine_setup, and its
- * clears are counted by whoever calls them (obs/counters.h). */
+ * clears are counted by whoever calls them (obs/counters.c). */
 #ifndef HZ_ARCH_H
 #define HZ_ARCH_H
 

@@ -1,6 +1,6 @@
 /* calloc + touch + free in a loop, and fresh calloc + touch, at 256 KiB,
  * 4 MiB, 32 MiB and 256 MiB: glibc's calloc against hugezero's large-block
- * path (allocator/large.h, called directly, as calloc does from 1 MiB up),
+ * path (allocator/large.c, called directly, as calloc does from 1 MiB up),
  * side by side in one process, alternated,
  * medians. "Touch" writes one byte in every 4 KiB page, as a program that
  * uses the memory does. Last, the policy question for a dirty recycled
@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../allocator/large.h"
-#include "../obs/counters.h"
-#include "../preload/options.h"
+#include "../allocator/allocator.h"
+#include "../obs/obs.h"
+#include "../preload/preload.h"
 #include "bench.h"
 
 static void touch(unsigned char *p, size_t n)

@@ -25,7 +25,7 @@
 
 #include "../arch/arch.h"
 #include "../include/hugezero.h"
-#include "../preload/options.h"
+#include "../preload/preload.h"
 #include "bench.h"
 
 #define MAXV (HZ_MAX_KERNELS + 2)

@@ -1,4 +1,4 @@
-/* Per-call A/B arms (ab.h): the assignment, the records, the fork; their
+/* Per-call A/B arms (ab.c): the assignment, the records, the fork; their
  * statistics (histogram buckets, quantiles and the B/A interval), pure
  * functions of their arguments. No libm: ldexp and frexp are libc's, the
  * square root the instruction (-fno-math-errno), so a program that does
@@ -8,8 +8,7 @@
 
 #include "../os/os.h"
 #include "../arch/arch.h"
-#include "ab.h"
-#include "counters.h"
+#include "obs.h"
 
 int hz_ab_on;
 size_t hz_ab_min;

@@ -1,4 +1,4 @@
-/* Call sites of large clears (callsites.h). */
+/* Call sites of large clears (callsites.c). */
 #define _GNU_SOURCE /* dladdr, dl_iterate_phdr */
 #include <dlfcn.h>
 #include <elf.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "../arch/arch.h"
-#include "callsites.h"
+#include "obs.h"
 
 #define SITES 1024 /* a power of two */
 

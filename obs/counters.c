@@ -1,9 +1,9 @@
-/* The counters (counters.h): per-thread blocks, linked, folded at thread
+/* The counters (counters.c): per-thread blocks, linked, folded at thread
  * exit, reset in a forked child, summed for the report. */
 #include <pthread.h>
 #include <stdio.h>
 
-#include "counters.h"
+#include "obs.h"
 
 HZ_TLS struct hz_tstats hz_tstats;
 const char *const hz_op_names[HZ_OPS] = {"malloc", "calloc", "realloc", "free", "memset"};

@@ -1,10 +1,10 @@
-/* The emitters' output buffer (emit.h). */
+/* The emitters' output buffer (emit.c). */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "../os/os.h"
-#include "emit.h"
+#include "obs.h"
 
 void hz_out_flush(struct hz_out *o)
 {

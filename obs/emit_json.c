@@ -1,9 +1,7 @@
-/* The report as one JSON object (emit.h): "pid", "counters", "classes",
+/* The report as one JSON object (emit.c): "pid", "counters", "classes",
  * then "ab" and "callsites" when they ran. */
 #include "../os/os.h"
-#include "ab.h"
-#include "callsites.h"
-#include "emit.h"
+#include "obs.h"
 
 static const char *comma(struct hz_out *o)
 {

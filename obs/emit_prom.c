@@ -1,4 +1,4 @@
-/* The report in Prometheus's text exposition format (emit.h), as a node
+/* The report in Prometheus's text exposition format (emit.c), as a node
  * exporter's textfile collector reads it: a pid label and the user's
  * labels on every sample, each family's samples together, counters named
  * _total, times in seconds, the arms' latencies as histograms whose
@@ -7,9 +7,7 @@
 #include <string.h>
 
 #include "../os/os.h"
-#include "ab.h"
-#include "callsites.h"
-#include "emit.h"
+#include "obs.h"
 
 int hz_prom_name(char *out, size_t size, const char *name, int gauge)
 {
@@ -165,7 +163,7 @@ static const char *const families[PASSES] = {
 
 /* The histogram's buckets: an octave each, le = 2^HIST_LE_LO ns up to
  * 2^(HIST_LE_LO + HZ_AB_H_MAJ - 1) ns, each the upper end of one of the
- * arms' major buckets (ab.h), so the counts are exact; then +Inf. The
+ * arms' major buckets (ab.c), so the counts are exact; then +Inf. The
  * same set in every process, so a fleet's can be summed by le. */
 #define HIST_LE_LO (HZ_AB_H_LO + 1)
 

@@ -1,7 +1,5 @@
-/* The report as text: one "name value" line per figure (emit.h). */
-#include "ab.h"
-#include "callsites.h"
-#include "emit.h"
+/* The report as text: one "name value" line per figure (emit.c). */
+#include "obs.h"
 
 static void begin(struct hz_out *o)
 {

@@ -1,9 +1,5 @@
-/* fork, for the whole of obs/ (fork_reset.h). */
-#include "ab.h"
-#include "callsites.h"
-#include "counters.h"
-#include "fork_reset.h"
-#include "report.h"
+/* fork, for the whole of obs/ (fork_reset.c). */
+#include "obs.h"
 
 void hz_obs_fork_prepare(void)
 {

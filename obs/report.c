@@ -1,4 +1,4 @@
-/* The report (report.h): the figures through an emitter, to stderr or a
+/* The report (report.c): the figures through an emitter, to stderr or a
  * file made with the OS primitives. Nothing here allocates. */
 #include <errno.h>
 #include <pthread.h>
@@ -8,12 +8,7 @@
 #include <string.h>
 
 #include "../os/os.h"
-#include "counters.h"
-#include "ab.h"
-#include "callsites.h"
-#include "emit.h"
 #include "obs.h"
-#include "report.h"
 
 /* ---- the walk: obs/'s own figures, first and last ---- */
 
@@ -28,7 +23,7 @@ static uint64_t proc_kb(const char *path, const char *key)
 	return p ? (uint64_t)strtoull(p + strlen(key), NULL, 10) << 10 : 0;
 }
 
-/* The engine's counters (counters.h), by name. */
+/* The engine's counters (counters.c), by name. */
 void hz_obs_head(hz_counter_fn fn, void *arg)
 {
 	struct hz_tstats t;

@@ -1,4 +1,4 @@
-/* The allocator's slow paths (alloc.h), beside the fast paths they
+/* The allocator's slow paths (alloc.c), beside the fast paths they
  * complete: blocks from hz_large_threshold up, every block until the allocator
  * has started or while it forwards to glibc, frees of pointers in the
  * arenas' window, realloc across owners. Every exported form comes here
@@ -9,17 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../allocator/large.h"
-#include "../allocator/registry.h"
-#include "../allocator/small.h"
-#include "../obs/ab.h"
-#include "../obs/callsites.h"
-#include "../obs/counters.h"
-#include "alloc.h"
-#include "glibc.h"
-#include "off.h"
-#include "start.h"
-#include "stats.h"
+#include "../allocator/allocator.h"
+#include "../obs/obs.h"
+#include "preload.h"
 
 void *(*hz_ab_baseline)(void *p, int c, size_t n);
 
@@ -30,7 +22,7 @@ void hz_bad_pointer(const char *what)
 }
 
 /* jemalloc's block: its calloc cleared in place where it would fault
- * recycled pages in again (small.h), its mallocx for the other flags.
+ * recycled pages in again (small.c), its mallocx for the other flags.
  * NULL with errno ENOMEM. */
 static void *small_alloc(size_t size, int flags)
 {

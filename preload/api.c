@@ -4,12 +4,10 @@
 
 #include "../os/os.h"
 #include "../include/hugezero.h"
-#include "../obs/counters.h"
-#include "init.h"
+#include "../obs/obs.h"
 #include "preload.h"
-#include "stats.h"
 
-HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
+HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 HZ_EXPORT void *hz_clear(void *p, size_t n)
 {

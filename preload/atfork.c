@@ -1,13 +1,11 @@
 /* Every other library's fork handlers, caught (libhugezero.so only):
  * every library's pthread_atfork (libc_nonshared's, linked into each)
  * registers through glibc's __register_atfork. This library's handlers go
- * first (fork_handlers.h), and the call goes on to glibc's, with the caller's DSO,
+ * first (fork_handlers.c), and the call goes on to glibc's, with the caller's DSO,
  * which dlclose unregisters. libhugezero.a registers its handlers in its
  * constructor instead. */
 #include <errno.h>
 
-#include "dynamic.h"
-#include "fork_handlers.h"
 #include "preload.h"
 
 HZ_EXPORT int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso)

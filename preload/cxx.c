@@ -23,12 +23,9 @@
 
 #include "../os/os.h"
 
-#include "dynamic.h"
-#include "alloc.h"
-#include "init.h"
 #include "preload.h"
 
-HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
+HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 /* The C++ runtime's operator name, called with the arguments this one
  * had (size, then the alignment and the nothrow tag where the form has

@@ -1,4 +1,4 @@
-/* The lookups of libhugezero.so (dynamic.h). */
+/* The lookups of libhugezero.so (dynamic.c). */
 #define _GNU_SOURCE /* dl_iterate_phdr */
 #include <dlfcn.h>
 #include <elf.h>
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "dynamic.h"
+#include "preload.h"
 
 /* What hz_glibc_symbol looks for, and found. */
 struct find {

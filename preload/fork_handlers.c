@@ -1,11 +1,10 @@
-/* fork, for the whole library (fork_handlers.h). */
+/* fork, for the whole library (fork_handlers.c). */
 #include <pthread.h>
 
-#include "../allocator/fork_locks.h"
-#include "../allocator/small.h"
-#include "../obs/fork_reset.h"
+#include "../allocator/allocator.h"
+#include "../obs/obs.h"
 #include "../os/os.h"
-#include "fork_handlers.h"
+#include "preload.h"
 
 static void prepare(void)
 {

@@ -1,30 +1,16 @@
 /* The library's constructor, at the top of preload/: the options read
  * once, and each room configured from them. The allocator is configured
- * at the first call into it (start.h) or here, whichever comes first; the
+ * at the first call into it (start.c) or here, whichever comes first; the
  * engine and observability here. Until then memset works on the engine's
  * starting policy (arch/engine.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../allocator/large.h"
-#include "../allocator/small.h"
-#include "../allocator/zeroer.h"
+#include "../allocator/allocator.h"
 #include "../arch/arch.h"
-#include "../obs/ab.h"
-#include "../obs/callsites.h"
-#include "../obs/counters.h"
-#include "../obs/report.h"
-#include "dynamic.h"
-#include "fork_handlers.h"
-#include "alloc.h"
-#include "glibc.h"
-#include "init.h"
-#include "options.h"
+#include "../obs/obs.h"
 #include "preload.h"
-#include "start.h"
-#include "stats.h"
-#include "verbose.h"
 
 const int hz_init_linked = 1;
 

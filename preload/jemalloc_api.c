@@ -1,23 +1,17 @@
 /* jemalloc's extended API, routed by owner. Programs built for jemalloc
  * (Debian's redis-server) call these on pointers they got from malloc:
  * each reaches whoever owns the pointer. They take malloc's slow paths
- * with their flags (alloc.h): large requests aligned to at most a huge
+ * with their flags (alloc.c): large requests aligned to at most a huge
  * page, with no explicit jemalloc arena, go to the hugepage arenas; the
  * rest to the embedded jemalloc, flags and all. */
 #include <malloc.h>
 #include <stdlib.h>
 
-#include "../allocator/large.h"
-#include "../allocator/registry.h"
-#include "../allocator/small.h"
-#include "../obs/counters.h"
-#include "alloc.h"
-#include "off.h"
-#include "init.h"
+#include "../allocator/allocator.h"
+#include "../obs/obs.h"
 #include "preload.h"
-#include "start.h"
 
-HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
+HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 HZ_EXPORT void *mallocx(size_t size, int flags)
 {

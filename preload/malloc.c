@@ -1,6 +1,6 @@
 /* glibc's malloc family. Sizes below hz_large_threshold go to the embedded
- * jemalloc (allocator/small.h), larger ones to the hugepage arenas
- * (allocator/large.h), whose calloc clears only dirty pages. Whose pointer
+ * jemalloc (allocator/small.c), larger ones to the hugepage arenas
+ * (allocator/large.c), whose calloc clears only dirty pages. Whose pointer
  * a block is, is answered by the arenas' address table in O(1) without a
  * lock. Behaviour at the edges is glibc 2.36's. */
 #include <errno.h>
@@ -11,19 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../allocator/large.h"
-#include "../allocator/small.h"
-#include "../obs/ab.h"
-#include "../obs/callsites.h"
-#include "../obs/counters.h"
-#include "alloc.h"
-#include "init.h"
-#include "off.h"
-#include "options.h"
+#include "../allocator/allocator.h"
+#include "../obs/obs.h"
 #include "preload.h"
-#include "start.h"
 
-HZ_INIT_LINK; /* the constructor comes with malloc (init.h) */
+HZ_INIT_LINK; /* the constructor comes with malloc (init.c) */
 
 /* n * size into *total: 0, or -1 with errno ENOMEM when it overflows. */
 static int array_size(size_t n, size_t size, size_t *total)
@@ -45,7 +37,7 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 	if (array_size(n, size, &total))
 		return NULL;
 	/* jemalloc's calloc below its first large class, where its memory
-	 * is cleared in place or known fresh (small.h). */
+	 * is cleared in place or known fresh (small.c). */
 	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_threshold))
 		return hz_small.calloc(1, total);
 	return hz_alloc_slow(total, HZ_JE_ZERO);

@@ -22,20 +22,14 @@
 #include <stddef.h>
 
 #include "../arch/arch.h"
-#include "../obs/ab.h"
-#include "../obs/callsites.h"
-#include "../obs/counters.h"
-#include "alloc.h"
-#include "init.h"
+#include "../obs/obs.h"
 #include "preload.h"
-#include "start.h"
-#include "stats.h"
 
-HZ_INIT_LINK; /* the constructor comes with this file (init.h) */
+HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* A large memset in the arms (ab.h): glibc's (arm A) or the policy's
+/* A large memset in the arms (ab.c): glibc's (arm A) or the policy's
  * kernel (arm B), timed. */
 static HZ_NOINLINE void *memset_arm(void *p, int c, size_t n, int arm)
 {

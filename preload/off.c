@@ -1,13 +1,11 @@
-/* HUGEZERO_MODE=off (off.h): glibc's functions for the calls glibc's
+/* HUGEZERO_MODE=off (off.c): glibc's functions for the calls glibc's
  * allocator has no core entry point for. */
 #include <malloc.h>
 #include <string.h>
 
-#include "../allocator/small.h"
+#include "../allocator/allocator.h"
 #include "../arch/arch.h"
-#include "dynamic.h"
-#include "glibc.h"
-#include "off.h"
+#include "preload.h"
 
 /* glibc's own function of that name, looked up once. */
 #define GLIBC(type, name) ((type)hz_glibc_lookup(&glibc_##name, #name))

@@ -1,14 +1,13 @@
-/* The option table and its loader (options.h). README.md's option
+/* The option table and its loader (options.c). README.md's option
  * reference is generated from this table (scripts/options-doc.sh) and a
  * test keeps the two equal. */
 #include <stdio.h>
 #include <string.h>
 
-#include "../allocator/large.h"
+#include "../allocator/allocator.h"
 #include "../os/os.h"
-#include "../allocator/small.h"
 #include "../arch/arch.h"
-#include "options.h"
+#include "preload.h"
 
 #define NUM(v) {.num = (v)}
 #define SIZE(v) {.size = (v)}

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options.h"
+#include "preload.h"
 
 /* s with roff's special characters escaped: backslashes, and hyphens
  * (which roff would otherwise set as minus signs' neighbours). */

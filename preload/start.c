@@ -1,4 +1,4 @@
-/* The allocator's start and the mode (start.h). Decided at the first
+/* The allocator's start and the mode (start.c). Decided at the first
  * call into the allocator, before it hands out a block, or by the
  * constructor if it comes first: in either case no block of this
  * allocator can reach glibc's free. */
@@ -6,13 +6,9 @@
 #include <dlfcn.h>
 #include <string.h>
 
-#include "../allocator/registry.h"
-#include "../allocator/small.h"
+#include "../allocator/allocator.h"
 #include "../os/os.h"
-#include "dynamic.h"
-#include "glibc.h"
-#include "options.h"
-#include "start.h"
+#include "preload.h"
 
 int hz_allocator_started;
 int hz_mode_off;

@@ -1,7 +1,7 @@
-/* The lookups of libhugezero.a (dynamic.h): none. */
+/* The lookups of libhugezero.a (dynamic.c): none. */
 #include <stddef.h>
 
-#include "dynamic.h"
+#include "preload.h"
 
 void *hz_glibc_symbol(const char *name)
 {

@@ -1,12 +1,11 @@
-/* HUGEZERO_STATS (stats.h): the rooms' figures walked into the report,
+/* HUGEZERO_STATS (stats.c): the rooms' figures walked into the report,
  * here at the top so that obs/ calls no room above it. */
 #include <errno.h>
 
-#include "../allocator/large.h"
-#include "../allocator/small.h"
+#include "../allocator/allocator.h"
 #include "../obs/obs.h"
 #include "../os/os.h"
-#include "stats.h"
+#include "preload.h"
 
 /* Every figure, through fn: obs/'s head, the allocator's, obs/'s tail
  * (the report adds its tail itself). */

@@ -1,15 +1,10 @@
-/* HUGEZERO_VERBOSE's report (verbose.h). */
+/* HUGEZERO_VERBOSE's report (verbose.c). */
 #include <stdio.h>
 
-#include "../allocator/budget.h"
-#include "../allocator/fresh.h"
-#include "../allocator/large.h"
-#include "../allocator/limits.h"
-#include "../allocator/small.h"
+#include "../allocator/allocator.h"
 #include "../arch/arch.h"
 #include "../os/os.h"
-#include "options.h"
-#include "verbose.h"
+#include "preload.h"
 
 /* Whether process_madvise releases memory here: one 2 MiB block of a
  * scratch mapping, released as a batch of one. */

@@ -12,7 +12,7 @@ map=$out.syms
 # Its own memset calls go to hugezero's entry for them (preload/memset.c):
 # the kernels' figures count them, the program's memset figures do not.
 echo "memset hz_je_memset" >>"$map"
-# Its fork handlers are run by hugezero's, in their place (allocator/small.h).
+# Its fork handlers are run by hugezero's, in their place (allocator/small_fork.c).
 echo "pthread_atfork hz_je_pthread_atfork" >>"$map"
 # Its profiling's log, exp, round and unwinder are hugezero's
 # (allocator/small_libs.c): no libm, no libgcc_s.

@@ -1,5 +1,5 @@
-/* The arenas' budget (budget.h) and the arena's side of the claim
- * (arena.h), linked with the budget and the rooms below it only: what
+/* The arenas' budget (budget.c) and the arena's side of the claim
+ * (arena.c), linked with the budget and the rooms below it only: what
  * goes back to the kernel first (least recently freed, a chunk's whole
  * huge pages or a cached huge block), how much stays, the decay, a claimed
  * block never unmapped, a handout that waits for the zeroer's clear, and
@@ -9,9 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../allocator/bitmap.h"
-#include "../../allocator/budget.h"
-#include "../../allocator/huge.h"
+#include "../../allocator/allocator.h"
 
 #define MiB ((size_t)1 << 20)
 

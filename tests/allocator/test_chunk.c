@@ -5,9 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../allocator/bitmap.h"
-#include "../../allocator/chunk.h"
-#include "../../allocator/purge.h"
+#include "../../allocator/allocator.h"
 #include "../util/fillcheck.h"
 
 static struct hz_chunk *new_chunk(void)

@@ -1,4 +1,4 @@
-/* The zeroer's claim (claim.h), linked with the claim and the rooms below
+/* The zeroer's claim (claim.c), linked with the claim and the rooms below
  * it only (chunk, huge blocks' mappings, fresh memory, the registry, the
  * engine, the OS): a piece overlapped or not, taken by a handout (a clear
  * waited for, a population not), stepped around by the allocator,
@@ -7,7 +7,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "../../allocator/claim.h"
+#include "../../allocator/allocator.h"
 
 /* The claim names its arena without calling it: any two addresses. */
 static char arena_a, arena_b;

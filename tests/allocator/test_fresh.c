@@ -1,4 +1,4 @@
-/* Fresh memory (fresh.h), linked with fresh.c, the registry and the OS
+/* Fresh memory (fresh.c), linked with fresh.c, the registry and the OS
  * only: where new mappings go (the window, aligned, none twice; when the
  * window is full, anywhere, and the window widens), and the page-size
  * decision with its counters, in each HUGEZERO_FRESH mode. */
@@ -8,8 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../allocator/fresh.h"
-#include "../../allocator/registry.h"
+#include "../../allocator/allocator.h"
 
 /* Runs fn in a child (the placement's cursor and the decision are for
  * the life of a process): its exit status. */

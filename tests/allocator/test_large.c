@@ -9,9 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../allocator/budget.h"
-#include "../../allocator/chunk.h"
-#include "../../allocator/large.h"
+#include "../../allocator/allocator.h"
 #include "../util/fillcheck.h"
 
 /* The entry's calls on a pointer, its owner looked up as the library's

@@ -8,9 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../allocator/bitmap.h"
-#include "../../allocator/chunk.h"
-#include "../../allocator/purge.h"
+#include "../../allocator/allocator.h"
 
 static int all_bytes(const unsigned char *p, size_t n, unsigned char c, size_t *bad_at)
 {

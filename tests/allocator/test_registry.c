@@ -1,4 +1,4 @@
-/* The address table and the window (registry.h), linked with the
+/* The address table and the window (registry.c), linked with the
  * registry and the OS only: entries set, read without a lock and
  * unregistered; leaves mapped on demand; the window's test before and
  * after it widens. */
@@ -7,7 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../../allocator/registry.h"
+#include "../../allocator/allocator.h"
 
 Test(registry, set_get_and_unregister)
 {

@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <unwind.h>
 
-#include "../../allocator/small.h"
+#include "../../allocator/allocator.h"
 
 static double rel(double a, double b)
 {

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../obs/ab.h"
+#include "../../obs/obs.h"
 
 static uint64_t rng = 88172645463325252ull;
 

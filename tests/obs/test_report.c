@@ -10,10 +10,7 @@
 #include <unistd.h>
 
 #include "../../os/os.h"
-#include "../../obs/counters.h"
-#include "../../obs/emit.h"
 #include "../../obs/obs.h"
-#include "../../obs/report.h"
 
 static void source(hz_counter_fn fn, void *arg)
 {

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../preload/options.h"
+#include "../../preload/preload.h"
 
 Test(options, parse_size)
 {

@@ -1,5 +1,5 @@
 /* A program linked with libhugezero.a that calls only memset: the static
- * link still takes the library's constructor (preload/init.h), which the
+ * link still takes the library's constructor (preload/init.c), which the
  * test sees in HUGEZERO_VERBOSE's report on stderr. */
 #include <stdlib.h>
 #include <string.h>

@@ -1,8 +1,7 @@
 /* The unit tests' start, in place of the library's constructor: the rooms
  * configured from the options as the library configures them (the
  * environment, else the table's defaults). */
-#include "../../preload/fork_handlers.h"
-#include "../../preload/options.h"
+#include "../../preload/preload.h"
 
 __attribute__((constructor)) static void setup(void)
 {
