@@ -128,6 +128,8 @@ void hz_free_slow(void *p)
 
 size_t hz_usable_slow(void *p)
 {
+	if (hz_unlikely(hz_mode_off))
+		return hz_off_malloc_usable_size(p);
 	struct hz_owner o = hz_large_owner(p);
 	return hz_large_owns(o) ? hz_large_usable(o, p) : hz_small.usable(p);
 }

@@ -67,8 +67,6 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
 		return 0;
 	if (hz_likely(!hz_reg_in_window(p)))
 		return hz_small.usable(p);
-	if (hz_unlikely(hz_mode_off))
-		return hz_off_malloc_usable_size(p);
 	return hz_usable_slow(p);
 }
 
@@ -183,16 +181,14 @@ static int clamp(size_t v)
 	return v > INT_MAX ? INT_MAX : (int)v;
 }
 
+/* glibc's mallinfo is mallinfo2's figures, clamped: off mode's too. */
 HZ_EXPORT struct mallinfo mallinfo(void)
 {
-	if (hz_unlikely(hz_mode_off))
-		return hz_off_mallinfo();
 	struct mallinfo2 m2 = mallinfo2();
-	struct mallinfo m = {0};
-	m.arena = clamp(m2.arena);
-	m.uordblks = clamp(m2.uordblks);
-	m.fordblks = clamp(m2.fordblks);
-	m.hblkhd = clamp(m2.hblkhd);
+	struct mallinfo m = {clamp(m2.arena),    clamp(m2.ordblks),  clamp(m2.smblks),
+			     clamp(m2.hblks),    clamp(m2.hblkhd),   clamp(m2.usmblks),
+			     clamp(m2.fsmblks),  clamp(m2.uordblks), clamp(m2.fordblks),
+			     clamp(m2.keepcost)};
 	return m;
 }
 

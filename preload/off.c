@@ -9,7 +9,7 @@
 
 /* glibc's own function of that name, looked up once. */
 #define GLIBC(type, name) ((type)hz_glibc_lookup(&glibc_##name, #name))
-static void *glibc_malloc_usable_size, *glibc_malloc_trim, *glibc_mallinfo2, *glibc_mallinfo,
+static void *glibc_malloc_usable_size, *glibc_malloc_trim, *glibc_mallinfo2,
 	*glibc_malloc_stats, *glibc_mallopt;
 
 size_t hz_off_malloc_usable_size(void *p)
@@ -26,11 +26,6 @@ int hz_off_malloc_trim(size_t pad)
 struct mallinfo2 hz_off_mallinfo2(void)
 {
 	return GLIBC(struct mallinfo2 (*)(void), mallinfo2)();
-}
-
-struct mallinfo hz_off_mallinfo(void)
-{
-	return GLIBC(struct mallinfo (*)(void), mallinfo)();
 }
 
 void hz_off_malloc_stats(void)

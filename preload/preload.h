@@ -196,7 +196,6 @@ extern int hz_mode_off;
 size_t hz_off_malloc_usable_size(void *p);
 int hz_off_malloc_trim(size_t pad);
 struct mallinfo2 hz_off_mallinfo2(void);
-struct mallinfo hz_off_mallinfo(void);
 void hz_off_malloc_stats(void);
 int hz_off_mallopt(int param, int value);
 /* Every allocating form on glibc's blocks, with jemalloc's flags

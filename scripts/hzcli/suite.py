@@ -194,5 +194,5 @@ def summarize(raw, cases, reps, seconds, out_dir):
             " %9s" % ("-" if r[a + "_rss_kib"] is None else "%.1f" % (r[a + "_rss_kib"] / 1024)) for a in SUITE_ALLOCS))
     print("\nCSV: %s, every run: %s, chart: %s" % (os.path.join(out_dir, "suite.csv"),
                                                   os.path.join(out_dir, "suite.raw.csv"),
-                                                  os.path.join(out_dir, "suite.svg"), SUITE_ALLOCS))
+                                                  os.path.join(out_dir, "suite.svg")))
     return rows
