@@ -987,9 +987,18 @@ void hz_allocator_fork_child(void);
  * every call then takes the slow path); SIZE_MAX where pages are not
  * 4 KiB, which the arenas assume. */
 extern size_t hz_large_threshold;
+/* A plain load, one compare with the size on the fast paths. Whoever
+ * sees the threshold the start published also sees the small engine's
+ * table it set before: on x86-64 loads are not reordered with loads, and
+ * elsewhere the start makes every running thread pass a barrier between
+ * the two stores (hz_os_barrier_threads). */
+static inline size_t hz_threshold(void)
+{
+	return hz_large_threshold;
+}
 static inline int hz_route_large(size_t size)
 {
-	return size >= hz_large_threshold;
+	return size >= hz_threshold();
 }
 
 /* The small engine: every small block's call goes through this table
@@ -1023,7 +1032,17 @@ struct hz_small_next {
 	size_t (*usable)(void *p);
 	int (*memalign)(void **out, size_t align, size_t size); /* posix_memalign */
 	int (*trim)(size_t pad);                                /* malloc_trim, or NULL */
+	/* jemalloc's control and statistics interface, where it is a jemalloc
+	 * (Redis reads its figures through it), or NULL. */
+	int (*mallctl)(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
+	void (*stats_print)(void (*write_cb)(void *, const char *), void *cbopaque, const char *opts);
+	int (*nametomib)(const char *name, size_t *mibp, size_t *miblenp);
+	int (*bymib)(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 };
+/* The next allocator's jemalloc interface under HUGEZERO_SMALL=next,
+ * where it has all four; every member NULL otherwise (the embedded
+ * jemalloc's then answer). */
+extern struct hz_small_next hz_small_ctl;
 /* Small blocks from now on go to fns: 0, or -1 (nothing
  * changed) when one it requires is missing. At the allocator's start. */
 int hz_small_use_next(const struct hz_small_next *fns);

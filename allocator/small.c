@@ -6,6 +6,7 @@
  * calls: alignment by posix_memalign, zeroing by a clear, nothing resized
  * in place. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -79,6 +80,10 @@ static size_t get_size(const char *name)
 
 void hz_small_totals(struct hz_small_totals *t)
 {
+	if (!hz_small.jemalloc) { /* the next allocator's: not known here */
+		t->in_use = t->mapped = 0;
+		return;
+	}
 	refresh();
 	t->in_use = get_size("stats.allocated");
 	t->mapped = get_size("stats.mapped");
@@ -101,7 +106,8 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		uint64_t v = 0;
 		size_t sz = sizeof v;
-		hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
+		if (hz_small.jemalloc) /* under HUGEZERO_SMALL=next: 0, jemalloc left unstarted */
+			hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
 		fn(arg, names[i][0], v, 0);
 	}
 	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);
@@ -133,6 +139,7 @@ void hz_small_trim(void)
 /* ---- HUGEZERO_SMALL=next ---- */
 
 static struct hz_small_next next;
+struct hz_small_next hz_small_ctl;
 
 static void *next_mallocx(size_t size, int flags)
 {
@@ -142,8 +149,8 @@ static void *next_mallocx(size_t size, int flags)
 		p = flags & HZ_JE_ZERO ? next.calloc(1, size) : next.malloc(size);
 	else if (next.memalign(&p, align, size ? size : 1))
 		p = NULL;
-	else if (flags & HZ_JE_ZERO)
-		hz_fill_counted(p, 0, size);
+	else if (flags & HZ_JE_ZERO) /* the whole block, as jemalloc's */
+		hz_fill_counted(p, 0, next.usable(p));
 	if (!p)
 		errno = ENOMEM;
 	return p;
@@ -165,8 +172,8 @@ static void *next_rallocx(void *p, size_t size, int flags)
 	}
 	if (!q)
 		errno = ENOMEM;
-	else if ((flags & HZ_JE_ZERO) && new > old)
-		hz_fill_counted((char *)q + old, 0, new - old);
+	else if ((flags & HZ_JE_ZERO) && next.usable(q) > old) /* to the end, as jemalloc's */
+		hz_fill_counted((char *)q + old, 0, next.usable(q) - old);
 	return q;
 }
 
@@ -176,10 +183,12 @@ static size_t next_xallocx(void *p, size_t size, size_t extra, int flags)
 	return next.usable(p);
 }
 
+/* At least size: the next allocator's rounding is its own; 0 for a size
+ * no one serves, as jemalloc's. */
 static size_t next_nallocx(size_t size, int flags)
 {
 	(void)flags;
-	return size;
+	return size > PTRDIFF_MAX ? 0 : size ? size : 1;
 }
 
 static void next_dallocx(void *p, int flags)
@@ -199,6 +208,8 @@ int hz_small_use_next(const struct hz_small_next *fns)
 	if (!fns->malloc || !fns->calloc || !fns->realloc || !fns->free || !fns->usable || !fns->memalign)
 		return -1;
 	next = *fns;
+	if (next.mallctl && next.stats_print && next.nametomib && next.bymib)
+		hz_small_ctl = next;
 	hz_small = (struct hz_small_engine){
 		next.malloc,   next.calloc,   next.realloc,  next.free,    next.usable,
 		next_mallocx,  next_rallocx,  next_xallocx,  next_nallocx, next_dallocx,

@@ -352,14 +352,18 @@ int hz_report_setup(const char *path, const char *format, uint64_t interval_ms, 
 /* The path set up ("" for none) and the interval (0: none). */
 const char *hz_report_path(void);
 uint64_t hz_report_interval(void);
+/* The interval's thread could not start: the report is written at exit
+ * (and on demand) only, as with no interval. */
+void hz_report_no_interval(void);
 
 /* obs/ calls no room above it: a walk over every figure is its caller's,
  * who calls the head, then each room's own source with the same fn (the
  * allocator's hz_large_counters, ...), then the tail. */
 /* The engine's counters, first. */
 void hz_obs_head(hz_counter_fn fn, void *arg);
-/* The arms' drops, then the process's memory (RSS, peak RSS, transparent
- * huge pages mapped), last. */
+/* The report's own figure (report.swept_files), the arms' drops, then
+ * the process's memory (RSS, peak RSS, transparent huge pages mapped),
+ * last. */
 void hz_obs_tail(hz_counter_fn fn, void *arg);
 /* A figure looked for by name in such a walk: hz_obs_find_figure as its
  * fn, a struct hz_obs_find as its arg; found and value after it. */

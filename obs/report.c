@@ -10,6 +10,8 @@
 #include "../os/os.h"
 #include "obs.h"
 
+static unsigned swept_files; /* the files of processes gone removed (sweep_dead) */
+
 /* ---- the walk: obs/'s own figures, first and last ---- */
 
 /* The value in kB after key in a /proc file, in bytes; 0 if absent. */
@@ -49,6 +51,7 @@ void hz_obs_head(hz_counter_fn fn, void *arg)
 
 void hz_obs_tail(hz_counter_fn fn, void *arg)
 {
+	fn(arg, "report.swept_files", __atomic_load_n(&swept_files, __ATOMIC_RELAXED), 0);
 	fn(arg, "ab.dropped", hz_ab_dropped(), 0);
 	fn(arg, "process.rss_bytes", proc_kb("/proc/self/status", "\nVmRSS:"), 1);
 	fn(arg, "process.peak_rss_bytes", proc_kb("/proc/self/status", "\nVmHWM:"), 1);
@@ -65,7 +68,6 @@ void hz_obs_find_figure(void *arg, const char *name, uint64_t value, int gauge)
 
 /* ---- one report: 0, or -1 with errno ---- */
 
-static unsigned swept_files; /* the files of processes gone removed (sweep_dead) */
 
 static const struct hz_emitter *const emitters[] = {&hz_emit_text, &hz_emit_json, &hz_emit_prom};
 
@@ -99,7 +101,6 @@ static void begin_output(struct hz_report *r, int fd, const struct hz_emitter *e
 static int end_output(struct hz_report *r)
 {
 	struct hz_out *o = &r->o;
-	hz_report_figure(r, "report.swept_files", __atomic_load_n(&swept_files, __ATOMIC_RELAXED), 0);
 	hz_obs_tail(hz_report_figure, r);
 	struct hz_tstats t;
 	hz_tstats_sum(&t);
@@ -312,6 +313,11 @@ int hz_report_end(struct hz_report *r)
 uint64_t hz_report_interval(void)
 {
 	return report_interval_ms;
+}
+
+void hz_report_no_interval(void)
+{
+	report_interval_ms = 0;
 }
 
 const char *hz_report_path(void)

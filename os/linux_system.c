@@ -397,3 +397,14 @@ int hz_os_sched_background_probe(void)
 	errno = saved;
 	return e ? -1 : got;
 }
+
+int hz_os_barrier_threads(void)
+{
+	int saved = errno, e = 0;
+	/* 1 << 3: MEMBARRIER_CMD_PRIVATE_EXPEDITED, 1 << 4: its registration,
+	 * 1 << 0: MEMBARRIER_CMD_GLOBAL (linux/membarrier.h). */
+	if (syscall(SYS_membarrier, 1 << 4, 0, 0) || syscall(SYS_membarrier, 1 << 3, 0, 0))
+		e = syscall(SYS_membarrier, 1 << 0, 0, 0) ? errno : 0;
+	errno = saved;
+	return e;
+}

@@ -141,6 +141,12 @@ int hz_os_minor_faults(uint64_t *process, uint64_t *thread);
 
 /* ---- threads ---- */
 
+/* Every running thread of the process passes a full memory barrier
+ * before this returns (membarrier, private expedited, else global): a
+ * store made before the call is seen by each thread's loads after it,
+ * whatever order its CPU loads in. 0, or the errno value (a kernel
+ * without membarrier, a seccomp filter). */
+int hz_os_barrier_threads(void);
 /* Starts fn(arg) on a new detached thread with every signal blocked (it
  * never takes a signal meant for the program) and a 256 KiB stack. Made
  * by pthread_create, which allocates a little (the thread's TLS) through

@@ -80,7 +80,7 @@ static HZ_NOINLINE void *new_failed(void **cache, const char *name, size_t size,
 #define DELETE_SIZED(mangled, flags, ...)                                \
 	HZ_EXPORT void mangled(void *p, size_t size, ##__VA_ARGS__)      \
 	{                                                                \
-		if (hz_likely(size < hz_large_threshold && p != NULL &&         \
+		if (hz_likely(size < hz_threshold() && p != NULL &&             \
 			      !hz_reg_in_window(p)))                          \
 			hz_small.sdallocx(p, size + !size, flags);      \
 		else                                                     \

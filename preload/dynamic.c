@@ -23,9 +23,12 @@ static uintptr_t dyn_addr(uintptr_t base, uintptr_t v)
 	return v < base ? v + base : v;
 }
 
-/* name's definition in the module info describes (its GNU hash table),
- * or NULL. */
-static void *lookup_in(struct dl_phdr_info *info, const char *name)
+/* name's definition in the module info describes (its GNU hash table):
+ * its address when it is a function (STT_FUNC), NULL when there is
+ * none; with *other set (if not NULL) when there is one of another kind
+ * (an IFUNC's resolver, data), which no caller can take as the function.
+ * Symbol versions are not read: the first definition is the one. */
+static void *lookup_in(struct dl_phdr_info *info, const char *name, int *other)
 {
 	const ElfW(Dyn) *dyn = NULL;
 	for (int i = 0; i < info->dlpi_phnum; i++)
@@ -52,8 +55,13 @@ static void *lookup_in(struct dl_phdr_info *info, const char *name)
 	const uint32_t *chain = buckets + nbuckets - symoffset;
 	for (uint32_t i = buckets[h % nbuckets]; i; i++) {
 		if ((chain[i] | 1) == (h | 1) && !strcmp(str + sym[i].st_name, name) &&
-		    sym[i].st_shndx != SHN_UNDEF && ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC)
-			return (void *)(info->dlpi_addr + sym[i].st_value);
+		    sym[i].st_shndx != SHN_UNDEF) {
+			if (ELF64_ST_TYPE(sym[i].st_info) == STT_FUNC)
+				return (void *)(info->dlpi_addr + sym[i].st_value);
+			if (other)
+				*other = 1;
+			return NULL;
+		}
 		if (chain[i] & 1)
 			break;
 	}
@@ -66,7 +74,7 @@ static int find_in(struct dl_phdr_info *info, size_t size, void *arg)
 	(void)size;
 	if (!info->dlpi_name || !strstr(info->dlpi_name, "/libc.so.6"))
 		return 0;
-	f->found = lookup_in(info, f->name);
+	f->found = lookup_in(info, f->name, NULL);
 	return 1;
 }
 
@@ -82,11 +90,12 @@ static int holds(struct dl_phdr_info *info, uintptr_t a)
 	return 0;
 }
 
-/* What hz_next_symbol looks for: modules after this one's (self set). */
+/* What hz_next_family looks for: the first module after this one's
+ * (self set) that defines names[0]; its other names there. */
 struct find_next {
-	const char *name;
-	void *found;
-	int self;
+	const char *const *names;
+	void **out;
+	int n, self, other;
 };
 
 static int find_next_in(struct dl_phdr_info *info, size_t size, void *arg)
@@ -94,17 +103,23 @@ static int find_next_in(struct dl_phdr_info *info, size_t size, void *arg)
 	struct find_next *f = arg;
 	(void)size;
 	if (!f->self) {
-		f->self = holds(info, (uintptr_t)&hz_next_symbol);
+		f->self = holds(info, (uintptr_t)&hz_next_family);
 		return 0;
 	}
-	return (f->found = lookup_in(info, f->name)) != NULL;
+	if (!(f->out[0] = lookup_in(info, f->names[0], &f->other)))
+		return f->other; /* not here; or here, but not a function: stop */
+	for (int i = 1; i < f->n; i++)
+		f->out[i] = lookup_in(info, f->names[i], NULL);
+	return 1;
 }
 
-void *hz_next_symbol(const char *name)
+int hz_next_family(const char *const *names, void **out, int n)
 {
-	struct find_next f = {name, NULL, 0};
+	struct find_next f = {names, out, n, 0, 0};
+	for (int i = 0; i < n; i++)
+		out[i] = NULL;
 	dl_iterate_phdr(find_next_in, &f);
-	return f.found;
+	return out[0] ? 0 : -1;
 }
 
 void *hz_glibc_symbol(const char *name)

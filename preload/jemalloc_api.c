@@ -60,7 +60,9 @@ HZ_EXPORT void sdallocx(void *p, size_t size, int flags)
  * size read as zero. NULL (p untouched) when memory is exhausted. */
 HZ_EXPORT void *rallocx(void *p, size_t size, int flags)
 {
-	return hz_realloc_slow(p, size, flags);
+	/* Size 0 is undefined for jemalloc, whose rallocx never frees: a
+	 * byte, not realloc's free. */
+	return hz_realloc_slow(p, size ? size : 1, flags);
 }
 
 /* Resizes in place only, to at least size and at most size + extra bytes
@@ -83,26 +85,36 @@ HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
 	return hz_small.xallocx(p, size, extra, flags);
 }
 
-/* jemalloc's control and statistics interface: the embedded jemalloc's
- * (small blocks); the arenas report through malloc_stats and mallinfo2. */
+/* jemalloc's control and statistics interface: the small engine's, the
+ * embedded jemalloc's or (HUGEZERO_SMALL=next over a jemalloc) the next
+ * one's; the arenas report through malloc_stats and mallinfo2. */
 HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
 {
+	if (hz_small_ctl.mallctl) /* the jemalloc that serves the small blocks */
+		return hz_small_ctl.mallctl(name, oldp, oldlenp, newp, newlen);
 	return hz_je_mallctl(name, oldp, oldlenp, newp, newlen);
 }
 
 HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)
 {
+	if (hz_small_ctl.nametomib)
+		return hz_small_ctl.nametomib(name, mibp, miblenp);
 	return hz_je_mallctlnametomib(name, mibp, miblenp);
 }
 
 HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
 			   void *newp, size_t newlen)
 {
+	if (hz_small_ctl.bymib)
+		return hz_small_ctl.bymib(mib, miblen, oldp, oldlenp, newp, newlen);
 	return hz_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
 }
 
 HZ_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
 				  const char *opts)
 {
-	hz_je_malloc_stats_print(write_cb, cbopaque, opts);
+	if (hz_small_ctl.stats_print)
+		hz_small_ctl.stats_print(write_cb, cbopaque, opts);
+	else
+		hz_je_malloc_stats_print(write_cb, cbopaque, opts);
 }

@@ -38,7 +38,7 @@ HZ_EXPORT void *calloc(size_t n, size_t size)
 		return NULL;
 	/* jemalloc's calloc below its first large class, where its memory
 	 * is cleared in place or known fresh (small.c). */
-	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_large_threshold))
+	if (hz_likely(total < HZ_JE_LARGE_MIN && total < hz_threshold()))
 		return hz_small.calloc(1, total);
 	return hz_alloc_slow(total, HZ_JE_ZERO);
 }
@@ -74,7 +74,7 @@ HZ_EXPORT size_t malloc_usable_size(void *p)
  * jemalloc's realloc (which sets errno to ENOMEM when it fails). */
 HZ_EXPORT void *realloc(void *p, size_t size)
 {
-	if (hz_likely(size && size < hz_large_threshold && !hz_reg_in_window(p)))
+	if (hz_likely(size && size < hz_threshold() && !hz_reg_in_window(p)))
 		return hz_small.realloc(p, size);
 	return hz_realloc_slow(p, size, 0);
 }
@@ -203,10 +203,11 @@ HZ_EXPORT void malloc_stats(void)
 	totals(&t);
 	char buf[512];
 	int n = snprintf(buf, sizeof buf,
-			 "small blocks (jemalloc):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
+			 "small blocks (%s):\nsystem bytes     = %10zu\nin use bytes     = %10zu\n"
 			 "large blocks (hugepage arenas):\nsystem bytes     = %10zu\n"
 			 "in use bytes     = %10zu\nfree dirty bytes = %10zu\n"
 			 "Total:\nsystem bytes     = %10zu\nin use bytes     = %10zu\n",
+			 hz_small.jemalloc ? "jemalloc" : "the next allocator's, not counted here",
 			 t.small_mapped, t.small_in_use, t.large_system, t.large_in_use, t.large_kept,
 			 t.small_mapped + t.large_system, t.small_in_use + t.large_in_use);
 	if (n > 0)

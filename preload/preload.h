@@ -155,11 +155,17 @@ void hz_options_setup(void);
  * GNU hash table, through dl_iterate_phdr), without dlsym, which may
  * allocate; NULL when there is none. */
 void *hz_glibc_symbol(const char *name);
-/* The next definition of name after this library's in the link order
- * (the program, the libraries preloaded after it, those it links), read
- * from their symbol tables like hz_glibc_symbol: no dlsym, no allocation,
- * so it serves before the allocator has started. NULL when none. */
-void *hz_next_symbol(const char *name);
+/* The next allocator after this library's in the link order: the first
+ * module after it (a library preloaded after it, then those the program
+ * links; never the program, which comes first) that defines names[0] as
+ * a function; out[i] is names[i]'s definition in that same module, NULL
+ * where it has none, so that one allocator's functions are never mixed
+ * with another's. Read from the modules' GNU hash tables like
+ * hz_glibc_symbol: no dlsym, no allocation, so it serves before the
+ * allocator has started; a module with no GNU hash table is passed over,
+ * and one whose names[0] is not a plain function (an IFUNC) ends the
+ * search. 0, or -1 when there is none (out all NULL). */
+int hz_next_family(const char *const *names, void **out, int n);
 /* The definition of name in the loaded library soname, cached in *cache;
  * NULL when there is none (or the library is not loaded). */
 void *hz_lib_lookup(void **cache, const char *soname, const char *name);
@@ -273,7 +279,7 @@ extern void *(*hz_ab_baseline)(void *p, int c, size_t n);
 
 static inline void *hz_fast_malloc(size_t size)
 {
-	if (hz_likely(size < hz_large_threshold))
+	if (hz_likely(size < hz_threshold()))
 		return hz_small.malloc(size);
 	return hz_alloc_slow(size, 0);
 }
@@ -289,8 +295,8 @@ static inline void hz_fast_free(void *p)
 }
 
 /* ---- fork_handlers.c ---- fork, for the whole library, in one set of handlers at
- * its top: the allocator's locks (allocator/fork_locks.h), the counters'
- * (obs/fork_reset.h) and the embedded jemalloc's (allocator/small.h), taken in
+ * its top: the allocator's locks (allocator/fork_locks.c), the counters'
+ * (obs/fork_reset.c) and the embedded jemalloc's (allocator/small_fork.c), taken in
  * that order after every other library's prepare handler has run and
  * released before any other library's parent or child handler runs, as
  * glibc's own malloc is locked inside fork. A handler of another library

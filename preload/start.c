@@ -47,18 +47,30 @@ static void decide_small(const char *small)
 		hz_os_log("ignoring HUGEZERO_SMALL: not jemalloc or next: ", small, NULL);
 		return;
 	}
+	static const char *const names[] = {"malloc", "calloc", "realloc", "free", "malloc_usable_size",
+					    "posix_memalign", "malloc_trim", "mallctl", "malloc_stats_print",
+					    "mallctlnametomib", "mallctlbymib"};
+	void *f[sizeof names / sizeof names[0]];
+	hz_next_family(names, f, sizeof names / sizeof names[0]);
 	struct hz_small_next n = {
-		hz_next_symbol("malloc"),
-		hz_next_symbol("calloc"),
-		hz_next_symbol("realloc"),
-		hz_next_symbol("free"),
-		hz_next_symbol("malloc_usable_size"),
-		hz_next_symbol("posix_memalign"),
-		hz_next_symbol("malloc_trim"),
+		(void *(*)(size_t))f[0],
+		(void *(*)(size_t, size_t))f[1],
+		(void *(*)(void *, size_t))f[2],
+		(void (*)(void *))f[3],
+		(size_t (*)(void *))f[4],
+		(int (*)(void **, size_t, size_t))f[5],
+		(int (*)(size_t))f[6],
+		(int (*)(const char *, void *, size_t *, void *, size_t))f[7],
+		(void (*)(void (*)(void *, const char *), void *, const char *))f[8],
+		(int (*)(const char *, size_t *, size_t *))f[9],
+		(int (*)(const size_t *, size_t, void *, size_t *, void *, size_t))f[10],
 	};
-	if (hz_small_use_next(&n))
-		hz_os_log("ignoring HUGEZERO_SMALL=next: no allocator after this library in the link order "
-			  "(or not a shared library); small blocks are jemalloc's", NULL, NULL);
+	if (!hz_small_use_next(&n)) {
+		hz_os_barrier_threads(); /* the table before the threshold (hz_threshold) */
+		return;
+	}
+	hz_os_log("ignoring HUGEZERO_SMALL=next: no allocator after this library in the link order "
+		  "(or not a shared library); small blocks are jemalloc's", NULL, NULL);
 }
 
 /* Two threads' first calls may come at once (before the constructor, in

@@ -9,10 +9,12 @@ void *hz_glibc_symbol(const char *name)
 	return NULL;
 }
 
-void *hz_next_symbol(const char *name)
+int hz_next_family(const char *const *names, void **out, int n)
 {
-	(void)name;
-	return NULL;
+	(void)names;
+	for (int i = 0; i < n; i++)
+		out[i] = NULL;
+	return -1;
 }
 
 void *hz_lib_lookup(void **cache, const char *soname, const char *name)

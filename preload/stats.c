@@ -57,7 +57,10 @@ static void *interval_main(void *arg)
 
 int hz_stats_start(void)
 {
-	return hz_report_interval() && hz_report_path()[0] ? hz_os_thread_start(interval_main, NULL) : 0;
+	int e = hz_report_interval() && hz_report_path()[0] ? hz_os_thread_start(interval_main, NULL) : 0;
+	if (e)
+		hz_report_no_interval();
+	return e;
 }
 
 void hz_stats_child_tick(void)

@@ -15,9 +15,11 @@ Includes are read from the sources; calls from the objects the build made
 (nm: an undefined symbol of one object, defined by another: the library's
 hz_* functions and data, and its exported ones such as memset). Functions
 handed on (x86-64 objects, objdump): a function's address loaded (lea, or
-a GOT or PC-relative relocation) and then a direct call, the loaded
-address its argument; the callee must not lie below the function's own
-unit, or it could call up through it.
+a GOT or PC-relative relocation) and then, in the same function, a
+direct call, the loaded address its argument; the callee must not lie
+below the function's own unit, or it could call up through it. Not seen:
+an address stored into a lower room's variable or table and called from
+there later, or one loaded through a section symbol (a .cold part).
 
 Usage: layers.py SOURCE_DIR BUILD_DIR [--reversed]
 --reversed checks against every room's order reversed, with no handoffs
@@ -145,7 +147,8 @@ def symbols(obj):
 RELOC = re.compile(r"^\s+[0-9a-f]+: (R_X86_64_\w+)\s+([^\s+-]+)")
 INSN = re.compile(r"^\s+[0-9a-f]+:\s+(\S+)\s*(.*)$")
 TAKE = ("R_X86_64_PC32", "R_X86_64_GOTPCREL", "R_X86_64_GOTPCRELX", "R_X86_64_REX_GOTPCRELX",
-        "R_X86_64_32S", "R_X86_64_64")
+        "R_X86_64_32", "R_X86_64_32S", "R_X86_64_64")
+FUNC_START = re.compile(r"^[0-9a-f]+ <([\w.]+)>:$")
 
 
 def handed(obj, functions):
@@ -156,6 +159,9 @@ def handed(obj, functions):
                          capture_output=True, text=True, check=True).stdout
     pairs, pending, last = [], [], ""
     for line in out.splitlines():
+        if FUNC_START.match(line):  # an address loaded in one function is not another's argument
+            pending, last = [], ""
+            continue
         m = RELOC.match(line)
         if m:
             kind, sym = m.groups()

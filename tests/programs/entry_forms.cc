@@ -47,6 +47,16 @@ static void check(void *p, size_t align, bool zeroed, const char *form)
 	opaque_memset(p, 0xA5, SIZE); // dirty, so that the next block is recycled
 }
 
+// A large block at an address that is not 2 MiB-aligned (the arenas'
+// first-fit runs follow each other).
+static void *unaligned_large(void)
+{
+	void *a = mallocx(SIZE / 2, 0), *b = mallocx(SIZE / 2, 0);
+	void *keep = (uintptr_t)a % (1 << 21) ? a : b;
+	dallocx(keep == a ? b : a, 0);
+	return keep;
+}
+
 #define FORM(name, align, zeroed, alloc, release)                     \
 	extern "C" __attribute__((noinline)) void form_##name(void)    \
 	{                                                              \
@@ -67,6 +77,8 @@ FORM(mallocx, 16, false, mallocx(SIZE, 0), dallocx(p, 0))
 FORM(mallocx_zero, 16, true, mallocx(SIZE, ZERO), dallocx(p, 0))
 FORM(mallocx_zero_aligned, 1 << 21, true, mallocx(SIZE, ZERO | LG_ALIGN(21)), dallocx(p, 0))
 FORM(rallocx_zero, 16, true, rallocx(mallocx(64, ZERO), SIZE, ZERO), dallocx(p, 0))
+// An arena block resized to an alignment it lacks: moved onto it.
+FORM(rallocx_aligned, 1 << 21, false, rallocx(unaligned_large(), SIZE, LG_ALIGN(21)), dallocx(p, 0))
 FORM(new, 16, false, operator new(SIZE), operator delete(p))
 FORM(new_array, 16, false, operator new[](SIZE), operator delete[](p, SIZE))
 FORM(new_nothrow, 16, false, operator new(SIZE, std::nothrow), operator delete(p))
@@ -80,7 +92,7 @@ static const struct {
 #define F(n) {#n, form_##n}
 	F(malloc), F(calloc), F(realloc), F(posix_memalign), F(aligned_alloc), F(memalign),
 	F(valloc), F(pvalloc), F(mallocx), F(mallocx_zero), F(mallocx_zero_aligned),
-	F(rallocx_zero), F(new), F(new_array), F(new_nothrow), F(new_aligned),
+	F(rallocx_zero), F(rallocx_aligned), F(new), F(new_array), F(new_nothrow), F(new_aligned),
 };
 
 int main(int argc, char **argv)

@@ -1,6 +1,7 @@
 /* Run with HUGEZERO_SMALL=next and another allocator after libhugezero.so
- * (tests/programs/small_next.sh): small blocks are that allocator's (the
- * embedded jemalloc served none), large ones the arenas'; realloc across
+ * (tests/programs/small_next.sh), its soname the argument: small blocks
+ * are that allocator's (its own malloc_usable_size, looked up in it,
+ * knows each; the embedded jemalloc served none), large ones the arenas'; realloc across
  * the threshold both ways keeps the bytes; malloc_usable_size, aligned
  * blocks and calloc's zeros hold on both sides; dlerror's allocation (the
  * dynamic linker's own) is freed; a forked child, while threads
@@ -42,8 +43,14 @@ static void *churn(void *arg)
 	return NULL;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+	if (argc < 2)
+		FAIL("usage: small_next SONAME");
+	void *peer = dlopen(argv[1], RTLD_LAZY | RTLD_NOLOAD);
+	size_t (*peer_usable)(void *) = peer ? (size_t (*)(void *))dlsym(peer, "malloc_usable_size") : NULL;
+	if (!peer_usable)
+		FAIL("%s is not loaded, or has no malloc_usable_size", argv[1]);
 	int (*stat)(const char *, uint64_t *) = (int (*)(const char *, uint64_t *))dlsym(RTLD_DEFAULT, "hz_stat");
 	if (!stat)
 		FAIL("libhugezero.so is not loaded");
@@ -57,11 +64,15 @@ int main(void)
 			FAIL("malloc(%zu)", n);
 		memset(small[i], i & 255, n);
 	}
-	for (int i = 0; i < 1000; i++)
-		free(small[i]);
 	uint64_t je = 1, large = 0;
 	if (stat("malloc.small.calls", &je) || je != 0)
 		FAIL("the embedded jemalloc served %llu small blocks", (unsigned long long)je);
+	for (int i = 0; i < 1000; i++) {
+		if (peer_usable(small[i]) != malloc_usable_size(small[i]))
+			FAIL("block %d: usable %zu, %s's own %zu", i, malloc_usable_size(small[i]), argv[1],
+			     peer_usable(small[i]));
+		free(small[i]);
+	}
 	/* Across the threshold (1 MiB) and back, the bytes kept. */
 	unsigned char *p = malloc(1000);
 	memset(p, 0x5A, 1000);
