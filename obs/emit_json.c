@@ -73,7 +73,9 @@ static void ab(struct hz_out *o)
 {
 	hz_out_put(o, ",\n  \"ab\": [");
 	o->n = 0;
-	for (struct hz_ab_cursor c = HZ_AB_CURSOR; hz_ab_next(&c);)
+	struct hz_ab_cursor c;
+	hz_ab_begin(&c);
+	while (hz_ab_next(&c))
 		ab_cell(o, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 	hz_out_put(o, "\n  ]");
 }

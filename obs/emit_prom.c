@@ -243,7 +243,9 @@ static void ab_family(struct hz_out *o, int pass, const struct ab_copy *c)
 static void ab(struct hz_out *o)
 {
 	ncopies = 0;
-	for (struct hz_ab_cursor c = HZ_AB_CURSOR; hz_ab_next(&c);)
+	struct hz_ab_cursor c;
+	hz_ab_begin(&c);
+	while (hz_ab_next(&c))
 		copy_cell(NULL, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 	for (int pass = 0; pass < PASSES; pass++) {
 		hz_out_put(o, "%s", families[pass]);

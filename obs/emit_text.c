@@ -47,7 +47,9 @@ static void ab_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const 
 
 static void ab(struct hz_out *o)
 {
-	for (struct hz_ab_cursor c = HZ_AB_CURSOR; hz_ab_next(&c);)
+	struct hz_ab_cursor c;
+	hz_ab_begin(&c);
+	while (hz_ab_next(&c))
 		ab_cell(o, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 }
 

@@ -191,14 +191,20 @@ struct hz_ab_cell {
 	double ns, ns2; /* sum of times and of their squares */
 };
 /* The arms' cells in use, one at a time, each a consistent copy of its
- * figures and histograms: start from HZ_AB_CURSOR; hz_ab_next returns 0
+ * figures and histograms: start from hz_ab_begin; hz_ab_next returns 0
  * past the last. */
 struct hz_ab_cursor {
 	int op, cls;
 	struct hz_ab_cell a, b;
 	uint64_t hist_a[HZ_AB_BUCKETS], hist_b[HZ_AB_BUCKETS];
 };
-#define HZ_AB_CURSOR {0, -1, {0, 0, 0, 0}, {0, 0, 0, 0}, {0}, {0}}
+/* The cursor before the first cell (only its place is set: a zeroed
+ * 2 KiB cursor would be a memset call, which obs/ never makes). */
+static inline void hz_ab_begin(struct hz_ab_cursor *c)
+{
+	c->op = 0;
+	c->cls = -1;
+}
 int hz_ab_next(struct hz_ab_cursor *c);
 /* Calls whose figures were dropped: the arms' lock was busy (a signal
  * handler interrupting a record on its own thread). */
