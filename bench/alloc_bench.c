@@ -13,6 +13,15 @@
  *   alloc_bench fresh SIZE [BLOCKS]    calloc + touch of BLOCKS distinct
  *                                      blocks, never freed (nothing was
  *                                      freed before either)
+ *   alloc_bench sparse SIZE [BLOCKS]   the same, 1% of the pages touched (a
+ *                                      hash table sized for its capacity)
+ *   alloc_bench zeroes SIZE [BLOCKS]   fresh malloc, then memset 0 of the
+ *                                      whole block (a JVM's direct buffer,
+ *                                      C++'s new char[n]())
+ *   fresh and zeroes time, between the blocks, the populate floor:
+ *   one MADV_POPULATE_WRITE of a fresh mapping of SIZE bytes (asked for
+ *   huge pages, as an allocator would; and on small pages), unmapped at
+ *   once
  *   alloc_bench small THREADS [PAIRS [ROUNDS]]
  *                                      malloc/free pairs below 1 MiB on a
  *                                      working set of live blocks per thread
@@ -27,12 +36,17 @@
  *
  * Output, one "key value..." line each:
  *   malloc_from OBJECT               the object whose malloc this program calls
- *   MODE SIZE_OR_THREADS MEDIAN_NS   loop: ns per round; fresh: ns per block;
+ *   MODE SIZE_OR_THREADS MEDIAN_NS   loop: ns per round; fresh, sparse,
+ *                                    zeroes: ns per block;
  *                                    small: ns per malloc/free pair per thread
  *                                    (wall time of a round / pairs per thread);
  *                                    clear prints the loop line
  *   clear SIZE MEDIAN_NS             clear: ns per memset 0 of SIZE bytes
  *                                    already faulted in (median of 9)
+ *   floor SIZE MEDIAN_NS             fresh, zeroes (sparse: 0): ns per
+ *   floor4k SIZE MEDIAN_NS           MADV_POPULATE_WRITE of SIZE fresh bytes,
+ *                                    huge pages asked for; small pages (0
+ *                                    where the kernel has no such advice)
  *   peak_rss_kib N                   VmHWM (ru_maxrss if /proc is missing)
  * Exit status 1 and a message if an allocation fails or calloc's memory is
  * not zero. */
@@ -43,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 
 #include "bench.h"
@@ -145,29 +160,68 @@ static double mode_clear(size_t n)
 	return median(t, 9);
 }
 
-/* Median ns of one calloc + touch of n bytes of fresh memory: blocks are
- * kept, so no block reuses another's memory. */
-static double mode_fresh(size_t n, int blocks)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
+/* ns of one MADV_POPULATE_WRITE of a fresh mapping of n bytes, huge
+ * pages asked for or refused; the mapping unmapped after. -1 where the
+ * kernel has no such advice. */
+static double populate_floor(size_t n, int huge)
 {
-	double *t = times(blocks);
+	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		die("mmap failed");
+	madvise(m, n, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+	double t0 = now_ns();
+	int rc = madvise(m, n, MADV_POPULATE_WRITE);
+	double t = now_ns() - t0;
+	munmap(m, n);
+	return rc ? -1 : t;
+}
+
+enum fresh_kind { FRESH_TOUCH, FRESH_SPARSE, FRESH_ZEROES };
+static void *(*volatile opaque_memset)(void *, int, size_t) = memset;
+
+/* Median ns of one fresh block of n bytes as kind says: calloc and a touch
+ * of every page, calloc and a touch of 1 in 100 pages, or malloc and a
+ * memset 0 of it all. Blocks are kept, so no block reuses another's
+ * memory. Between them, the populate floors (floor, floor4k). */
+static double mode_fresh(size_t n, int blocks, enum fresh_kind kind, double *floor, double *floor4k)
+{
+	double *t = times(blocks), *f = times(blocks), *f4 = times(blocks);
 	unsigned char **b = malloc((size_t)blocks * sizeof *b);
 	if (!b)
 		die("out of memory");
 	for (int i = 0; i < blocks; i++) {
 		double t0 = now_ns();
-		b[i] = calloc(1, n);
+		b[i] = kind == FRESH_ZEROES ? malloc(n) : calloc(1, n);
 		if (!b[i])
 			die("calloc failed");
-		touch(b[i], n);
+		if (kind == FRESH_ZEROES) /* through a pointer: never folded into a calloc */
+			opaque_memset(b[i], 0, n);
+		else if (kind == FRESH_SPARSE)
+			for (size_t k = 0; k < n; k += 100 * PAGE)
+				b[i][k] = 1;
+		else
+			touch(b[i], n);
 		t[i] = now_ns() - t0;
+		escape(b[i]);
+		/* Not beside sparse blocks: the floor's pages would be the peak. */
+		f[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 1);
+		f4[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 0);
 	}
-	for (int i = 0; i < blocks; i++)
+	for (int i = 0; kind == FRESH_TOUCH && i < blocks; i++)
 		check(b[i], n, 1);
 	double m = median(t, blocks);
+	*floor = median(f, blocks);
+	*floor4k = median(f4, blocks);
 	for (int i = 0; i < blocks; i++)
 		free(b[i]);
 	free(b);
 	free(t);
+	free(f);
+	free(f4);
 	return m;
 }
 
@@ -312,7 +366,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: alloc_bench loop SIZE [ROUNDS]\n"
 			"       alloc_bench clear SIZE [ROUNDS]\n"
-			"       alloc_bench fresh SIZE [BLOCKS]\n"
+			"       alloc_bench fresh|sparse|zeroes SIZE [BLOCKS]\n"
 			"       alloc_bench small THREADS [PAIRS [ROUNDS]]\n"
 			"       alloc_bench mix\n"
 			"       alloc_bench churn OPS\n");
@@ -334,15 +388,23 @@ int main(int argc, char **argv)
 	const char *mode = argv[1];
 	Dl_info di;
 	printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
-	if (!strcmp(mode, "loop") || !strcmp(mode, "fresh") || !strcmp(mode, "clear")) {
+	if (!strcmp(mode, "fresh") || !strcmp(mode, "sparse") || !strcmp(mode, "zeroes")) {
 		size_t n = parse_size(argv[2]);
-		int fresh = mode[0] == 'f', clear = mode[0] == 'c';
-		int c = argc > 3 ? atoi(argv[3])
-				 : fresh ? count_for(n, (size_t)512 << 20, 5, 201)
-					 : count_for(n, (size_t)1 << 30, 7, 1001);
+		int c = argc > 3 ? atoi(argv[3]) : count_for(n, (size_t)512 << 20, 5, 201);
 		if (c < 1)
 			return usage();
-		double m = fresh ? mode_fresh(n, c) : mode_loop(n, c);
+		double floor, floor4k;
+		enum fresh_kind k = mode[0] == 'f' ? FRESH_TOUCH : mode[0] == 's' ? FRESH_SPARSE : FRESH_ZEROES;
+		double m = mode_fresh(n, c, k, &floor, &floor4k);
+		printf("%s %zu %.0f\nfloor %zu %.0f\nfloor4k %zu %.0f\n", mode, n, m, n, floor, n, floor4k);
+	} else if (!strcmp(mode, "loop") || !strcmp(mode, "clear")) {
+		size_t n = parse_size(argv[2]);
+		int clear = mode[0] == 'c';
+		int c = argc > 3 ? atoi(argv[3])
+				 : count_for(n, (size_t)1 << 30, 7, 1001);
+		if (c < 1)
+			return usage();
+		double m = mode_loop(n, c);
 		printf("%s %zu %.0f\n", clear ? "loop" : mode, n, m);
 		if (clear)
 			printf("clear %zu %.0f\n", n, mode_clear(n));

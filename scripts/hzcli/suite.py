@@ -31,11 +31,11 @@ def run_timed(cmd, env):
     return time.perf_counter() - t0, p.stdout
 
 
-def bench_case(prog, mode, arg):
+def bench_case(prog, mode, *args):
     """A benchmark of bench/ printing 'malloc_from', 'MODE ... VALUE' and
     'peak_rss_kib'."""
     def run(ctx, alloc):
-        _, out = run_timed([os.path.join(ctx.bench, prog), mode, arg], ctx.env(alloc))
+        _, out = run_timed([os.path.join(ctx.bench, prog), mode] + list(args), ctx.env(alloc))
         kv = bench_output(out, ctx, alloc)
         return float(kv[mode][-1]), int(kv["peak_rss_kib"][1])
     return run
@@ -114,6 +114,13 @@ CASES = [
     ("memset 0", "ns", bench_case("churn_bench", "memset0", "20000000")),
     ("memset varying", "ns", bench_case("churn_bench", "memsetv", "20000000")),
     ("calloc fresh 32M", "ns", bench_case("alloc_bench", "fresh", "32M")),
+    # Fresh memory: a first touch of every page, of 1% of them, and a
+    # malloc the program clears itself (alloc_bench prints the populate
+    # floor of the same size beside each).
+    ("calloc fresh 256M", "ns", bench_case("alloc_bench", "fresh", "256M")),
+    ("calloc fresh 1G", "ns", bench_case("alloc_bench", "fresh", "1G", "3")),
+    ("calloc sparse 256M", "ns", bench_case("alloc_bench", "sparse", "256M")),
+    ("malloc+memset 256M", "ns", bench_case("alloc_bench", "zeroes", "256M")),
     ("calloc loop 32M", "ns", bench_case("alloc_bench", "loop", "32M")),
     ("calloc loop 256M", "ns", bench_case("alloc_bench", "loop", "256M")),
     ("sort", "s", program_case(["sort", "-n", "-o", "/dev/null"], sort_input)),
