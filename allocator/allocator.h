@@ -259,8 +259,13 @@ void hz_fresh_sample(uint64_t ns);
  * learn how much of it the program touches (the range advised small pages
  * for the while where it asked for huge ones; from 8 MiB only a 4 MiB
  * slice in its middle): 1 when the whole range is watched, 2 a slice, 0
- * when not watched. No lock held. */
-int hz_fresh_watch(void *block, void *p, size_t size, int advice);
+ * when not watched. A block to be populated (populated set), whose
+ * watched range costs the program its faults, is watched only before the
+ * first reading and at the once-a-second refresh. No lock held. */
+int hz_fresh_watch(void *block, void *p, size_t size, int advice, int populated);
+/* When block is the one watched: 1, and the watched range's offsets
+ * from it in [*lo, *hi) (population leaves them alone); else 0. */
+int hz_fresh_watched(const void *block, size_t *lo, size_t *hi);
 /* Before the block at p is freed or resized (no lock held): read, if it
  * was the one watched. */
 void hz_fresh_freed(const void *p);
@@ -722,10 +727,17 @@ size_t hz_budget_trim(struct hz_arena *a);
  * of align (a power of two up to HZ_HUGE_PAGES), in the calling thread's arena, a new chunk mapped
  * when none has room; where no chunk can be mapped (an address-space
  * limit), a run in another arena's chunks. With zero set its bytes read
- * as zero. *refill is set when the block took pages of the reserve or
- * pages not in memory (the zeroer has a reserve to refill), else left.
- * NULL when no arena has room and no chunk can be mapped. */
-void *hz_run_alloc(size_t npages, size_t align, int zero, int *refill);
+ * as zero. out->refill is set when the block took pages of the reserve
+ * or pages not in memory (the zeroer has a reserve to refill), else left;
+ * out->fresh gets the bytes of it not in memory. With out->populate set
+ * it is watched (fresh.c) as a populated block is. NULL when no arena has
+ * room and no chunk can be mapped. */
+struct hz_handout {
+	int populate; /* in: its pages will be populated (populate.c) */
+	int refill;
+	size_t fresh;
+};
+void *hz_run_alloc(size_t npages, size_t align, int zero, struct hz_handout *out);
 /* The length in bytes of the live block at p in chunk c, or 0. */
 size_t hz_run_usable(struct hz_chunk *c, const void *p);
 /* Frees the live block at p in chunk c: 0, or -1 when p is not one. */
@@ -744,9 +756,10 @@ int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
  * HZ_HUGE_MAX; or smaller, where no chunk could be mapped) from the
  * calling thread's arena: a cached one, or a new mapping of whole huge
  * pages (of whole pages where that much cannot be mapped: an
- * address-space limit); with zero set its bytes read as zero. *refill is
- * set when it is a new mapping, else left. NULL when memory is out. */
-void *hz_huge_cache_alloc(size_t size, int zero, int *refill);
+ * address-space limit); with zero set its bytes read as zero. A new
+ * mapping sets out->refill and out->fresh (its bytes). NULL when memory
+ * is out. */
+void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out);
 /* Frees h into its arena's cache: 0, or -1 when it is not live. */
 int hz_huge_cache_free(struct hz_huge *h);
 /* Its usable size, or 0 when it is not live. */
@@ -835,6 +848,52 @@ void hz_zeroer_fork_prepare(void);
 void hz_zeroer_fork_parent(void);
 void hz_zeroer_fork_child(void);
 
+/* ---- populate.c ---- fresh blocks populated where the program will touch
+ * them: one MADV_POPULATE_WRITE per 2 MiB step instead of a fault per
+ * page, the first step first; decided per size class (a quarter of a
+ * power of two) from the share of recent blocks' pages the program
+ * touched, read with mincore at a block's free or 10 ms after it was
+ * handed out (a block never freed); a block of 16 steps or more keeps one
+ * step in 16 unpopulated (a sentinel) for that reading. Blocks from
+ * HZ_POPULATE_HELPERS_MIN are populated by the calling thread and helper
+ * threads at SCHED_IDLE (only idle cores run them) claiming steps from a
+ * shared counter; the caller never waits for a helper. HUGEZERO_POPULATE,
+ * HUGEZERO_THREADS. */
+
+enum { HZ_POPULATE_AUTO = -1, HZ_POPULATE_OFF = 0, HZ_POPULATE_ON = 1 };
+#define HZ_POPULATE_HELPERS_MIN ((size_t)64 << 20)
+/* mode: HZ_POPULATE_*; nthreads: the caller and its helpers, 0 for the
+ * CPU set's size (1: no helper). At setup. */
+void hz_populate_setup(int mode, unsigned nthreads);
+/* Whether a fresh block of size bytes is to be populated (AUTO: its
+ * class's recent blocks were mostly touched; never near a memory
+ * cgroup's limit). Reads the tracked blocks that are due. No lock held. */
+int hz_populate_wanted(size_t size);
+/* The block p of size bytes was handed out with fresh bytes not in
+ * memory: populated when wanted (hz_populate_wanted's answer), else
+ * tracked to be read for its class. No lock held. */
+void hz_populate_block(void *p, size_t size, size_t fresh, int wanted);
+/* p is freed or resized: its population ended (a helper's step in flight
+ * waited for), its touched share read. Before the block changes hands. */
+void hz_populate_freed(const void *p);
+void hz_populate_fork_prepare(void);
+void hz_populate_fork_parent(void);
+void hz_populate_fork_child(void);
+struct hz_populate_stats {
+	uint64_t bytes, blocks;       /* populated */
+	uint64_t helper_bytes;        /* of which by helpers */
+	uint64_t untouched_bytes;     /* populated, never touched by the program (estimated at free) */
+	uint64_t program_faults;      /* pages of populated blocks the program faulted in (sentinels) */
+	uint64_t samples;             /* blocks read for their class */
+	uint64_t explored;            /* blocks of a dense class left unpopulated to be read */
+	uint64_t pressed;             /* blocks not populated near a cgroup's limit */
+	uint64_t untracked;           /* blocks no slot was left for */
+	uint64_t helper_starts, helper_start_failures, sched_fallbacks;
+	unsigned threads;
+	int mode;
+};
+void hz_populate_stats(struct hz_populate_stats *out);
+
 /* ---- large.c ---- the hugepage arenas' entry, the one the exported
  * ABI calls for large blocks: routes each call to the blocks in chunks
  * (run.c) or to the huge blocks (huge_cache.c), applies the limits
@@ -851,6 +910,8 @@ struct hz_large_cfg {
 	int calloc_release;      /* calloc releases dirty runs instead of clearing them */
 	int background;          /* the background zeroer may run (zeroer.c) */
 	size_t reserve;          /* and keeps this many bytes of clean pages */
+	int populate;            /* HZ_POPULATE_* (populate.c) */
+	unsigned threads;        /* population's threads, 0: the CPU set's */
 };
 /* Configures the arenas; at the first allocation, before any block. The
  * limits (limits.c) are read here: in a memory cgroup the dirty budget
@@ -955,7 +1016,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg);
  * handlers, never registered here. The prepare takes every lock of the
  * allocator in the one order in which the allocator nests them:
  *
- *   the zeroer's thread lock (zeroer.c), every arena's lock in index
+ *   the zeroer's thread lock (zeroer.c), the helpers' pool lock
+ *   (populate.c; held with no other), every arena's lock in index
  *   order (arena.c), the huge descriptors' pool lock (huge.c), the
  *   registry's writers' lock (registry.c), fresh memory's watch lock
  *   (fresh.c; held with no other)
@@ -964,8 +1026,9 @@ void hz_large_counters(hz_counter_fn fn, void *arg);
  * threads allocate finds no lock held by a thread it does not have. The
  * state (blocks, chunks, free memory) is inherited as it is; the claim in
  * flight is dropped (its pages stay dirty), no zeroer thread runs, and
- * the child's counters start from zero, its report being its own. Calls
- * zeroer.c, zeroer.c, claim.c, arena.c, huge.c, fresh.c and registry.c. */
+ * the child's counters start from zero, its report being its own; no
+ * helper runs and no block is tracked for population. Calls zeroer.c,
+ * populate.c, claim.c, arena.c, huge.c, fresh.c and registry.c. */
 
 void hz_allocator_fork_prepare(void);
 void hz_allocator_fork_parent(void);

@@ -165,11 +165,11 @@ static uint64_t watched_at, watch_ended;
 static int watch_readvise; /* the slice was advised small for the watch */
 static uint64_t watches;
 
-int hz_fresh_watch(void *block, void *p, size_t size, int advice)
+int hz_fresh_watch(void *block, void *p, size_t size, int advice, int populated)
 {
 	uint64_t now = hz_os_now_ns();
 	if (!hz_fresh_sampling() || __atomic_load_n(&watched, __ATOMIC_RELAXED) ||
-	    (__atomic_load_n(&dense_next, __ATOMIC_RELAXED) >= RECENT &&
+	    (__atomic_load_n(&dense_next, __ATOMIC_RELAXED) >= (populated ? 1 : RECENT) &&
 	     now - __atomic_load_n(&watch_ended, __ATOMIC_RELAXED) < WATCH_EVERY_NS) ||
 	    pthread_mutex_trylock(&watch_lock))
 		return 0;
@@ -193,6 +193,20 @@ int hz_fresh_watch(void *block, void *p, size_t size, int advice)
 	}
 	pthread_mutex_unlock(&watch_lock);
 	return took;
+}
+
+int hz_fresh_watched(const void *block, size_t *lo, size_t *hi)
+{
+	if (hz_likely(__atomic_load_n(&watched, __ATOMIC_ACQUIRE) != block))
+		return 0;
+	pthread_mutex_lock(&watch_lock);
+	int is = watched == block;
+	if (is) {
+		*lo = (size_t)(slice - (const unsigned char *)block);
+		*hi = *lo + (slice_pages << HZ_PAGE_SHIFT);
+	}
+	pthread_mutex_unlock(&watch_lock);
+	return is;
 }
 
 /* Reads the watched block when it is p, or (p NULL) when it has been

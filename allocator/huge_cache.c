@@ -61,7 +61,7 @@ static size_t known_zero(const struct hz_huge *h)
 	return h->dirty ? h->cleared : h->mapped;
 }
 
-void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
+void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 {
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
 	if (size <= HZ_RUN_MAX || hz_huge_fitted) /* no chunk could be had: as little as will do */
@@ -102,7 +102,8 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	a = home;
 	if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
 		return NULL;
-	*refill = 1;
+	out->refill = 1;
+	out->fresh = usable;
 	pthread_mutex_lock(&a->lock);
 	hand_out(a, h, usable, zero, usable, 1);
 	/* Huge blocks unmapped lately stand for this one: asked for again. */
@@ -115,7 +116,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, int *refill)
 	 * huge page where that was touched and timed as a sample (fresh.c). */
 	size_t skip = h->advice == HZ_ADVISED_HUGE && hz_fresh_sampling() ? HZ_HUGE_SIZE : 0;
 	if (usable > skip + HZ_HUGE_SIZE)
-		hz_fresh_watch(h->base, h->base + skip, usable - skip, h->advice);
+		hz_fresh_watch(h->base, h->base + skip, usable - skip, h->advice, out->populate);
 	return h->base;
 }
 

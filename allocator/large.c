@@ -19,6 +19,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_fresh_setup(cfg->thp, cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
 	hz_calloc_release = cfg->calloc_release;
+	hz_populate_setup(cfg->populate, cfg->threads);
 	hz_zeroer_enabled = cfg->background;
 	limit_fitted = hz_budget_fit();
 }
@@ -69,7 +70,8 @@ static HZ_NOINLINE void relieve(size_t size)
 void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 {
 	void *p = NULL;
-	int refill = 0, probe = 0;
+	int probe = 0;
+	struct hz_handout got = {0, 0, 0};
 	if (size > hz_block_max) {
 		errno = ENOMEM;
 		return NULL;
@@ -83,18 +85,21 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		 * run.c, huge_cache.c). */
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
+	int populate = got.populate = hz_populate_wanted(size);
 	if (size && size <= HZ_RUN_MAX && !hz_huge_fitted)
-		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero,
-				 &refill);
+		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero, &got);
 	/* Larger blocks, and those no chunk could be mapped for (an
 	 * address-space limit): a mapping of their own. */
 	if (!p && size)
-		p = hz_huge_cache_alloc(size, zero, &refill);
+		p = hz_huge_cache_alloc(size, zero, &got);
 	if (!p) {
 		errno = ENOMEM;
-	} else if (hz_zeroer_enabled) {
-		hz_zeroer_kick(zero || probe, refill || probe); /* the reserve to refill, a probe */
+		return NULL;
 	}
+	if (got.fresh)
+		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, populate);
+	if (hz_zeroer_enabled)
+		hz_zeroer_kick(zero || probe, got.refill || probe); /* the reserve to refill, a probe */
 	return p;
 }
 
@@ -114,6 +119,7 @@ size_t hz_large_usable(struct hz_owner o, const void *p)
 int hz_large_free(struct hz_owner o, void *p)
 {
 	hz_fresh_freed(p);
+	hz_populate_freed(p);
 	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge) : -1)
 		: o.chunk ? hz_run_free(o.chunk, p) : -1;
 	if (!r)
@@ -135,8 +141,10 @@ static int resize_in_place(struct hz_owner o, void *p, size_t old, size_t size)
 size_t hz_large_resize(struct hz_owner o, void *p, size_t size)
 {
 	size_t old = hz_large_usable(o, p);
-	if (old && size && size <= hz_block_max && size != old)
+	if (old && size && size <= hz_block_max && size != old) {
+		hz_populate_freed(p);
 		resize_in_place(o, p, old, size);
+	}
 	return hz_large_usable(o, p);
 }
 
@@ -146,7 +154,8 @@ void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	hz_fresh_freed(p); /* a watched block is read before it changes */
+	hz_fresh_freed(p); /* a watched or tracked block is read before it changes */
+	hz_populate_freed(p);
 	if (!resize_in_place(o, p, old, size))
 		return p;
 	void *q = huge_at(o, p) && size > HZ_RUN_MAX ? hz_huge_cache_move(o.huge, size) : NULL;
@@ -290,5 +299,26 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "fresh.huge_mappings", f.huge_maps, 0);
 	fn(arg, "fresh.small_mappings", f.small_maps, 0);
 	fn(arg, "fresh.huge", (uint64_t)f.huge, 1);
+	struct hz_populate_stats ps;
+	hz_populate_stats(&ps);
+	/* -1 auto, 0 off, 1 on (HUGEZERO_POPULATE). */
+	fn(arg, "populate.mode", (uint64_t)(int64_t)ps.mode, 1);
+	fn(arg, "populate.threads", ps.threads, 1);
+	fn(arg, "populate.bytes", ps.bytes, 0);
+	fn(arg, "populate.blocks", ps.blocks, 0);
+	fn(arg, "populate.helper_bytes", ps.helper_bytes, 0);
+	/* Populated and never touched by the program, estimated at the
+	 * block's free from its sentinel steps (or its class's figure). */
+	fn(arg, "populate.untouched_bytes", ps.untouched_bytes, 0);
+	/* Pages of populated blocks the program faulted in itself: the
+	 * sentinel steps it touched. */
+	fn(arg, "populate.program_faults", ps.program_faults, 0);
+	fn(arg, "populate.samples", ps.samples, 0);
+	fn(arg, "populate.explored", ps.explored, 0);
+	fn(arg, "populate.pressed", ps.pressed, 0);
+	fn(arg, "populate.untracked", ps.untracked, 0);
+	fn(arg, "populate.helper_starts", ps.helper_starts, 0);
+	fn(arg, "populate.helper_start_failures", ps.helper_start_failures, 0);
+	fn(arg, "populate.sched_fallbacks", ps.sched_fallbacks, 0);
 	fn(arg, "fresh.free_page_reporting", (uint64_t)f.reporting, 1);
 }

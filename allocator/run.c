@@ -52,8 +52,7 @@ static void *fit(struct hz_arena *a, size_t npages, size_t align, enum where w, 
 
 /* A run of npages in a, its first page a multiple of align pages, looked
  * for as w says; NULL when none. */
-static void *alloc_in(struct hz_arena *a, size_t npages, size_t align, int zero, enum where w,
-		      int *refill)
+static void *alloc_in(struct hz_arena *a, size_t npages, size_t align, int zero, enum where w, struct hz_handout *out)
 {
 	struct hz_chunk *c = NULL;
 	if (w != IN_MEMORY_IF_FREE)
@@ -94,7 +93,8 @@ static void *alloc_in(struct hz_arena *a, size_t npages, size_t align, int zero,
 		if (a->n.nalloc)
 			a->missed += fresh;
 		if (fresh || c->taken_clean)
-			*refill = 1;
+			out->refill = 1;
+		out->fresh = fresh;
 		count_refaults(a, c);
 		/* The zeroer's work taken: populated (no fault either way),
 		 * and cleared, which pays for a calloc only: a malloc's
@@ -118,7 +118,7 @@ static void *alloc_in(struct hz_arena *a, size_t npages, size_t align, int zero,
 	pthread_mutex_unlock(&a->lock);
 	if (readvise) /* outside the lock: the kernel's mapping lock may wait */
 		hz_fresh_readvise(c->base, HZ_CHUNK_SIZE, readvise);
-	if (all_fresh && !c->hugetlb && hz_fresh_watch(p, p, npages << HZ_PAGE_SHIFT, advice) == 1)
+	if (all_fresh && !c->hugetlb && hz_fresh_watch(p, p, npages << HZ_PAGE_SHIFT, advice, out->populate) == 1)
 		sample = 0; /* its pages are small for the while */
 	if (sample) {
 		uint64_t t0 = hz_os_now_ns();
@@ -136,21 +136,21 @@ static struct hz_arena *next_arena(const struct hz_arena *home, unsigned i)
 	return &hz_arenas[((unsigned)(home - hz_arenas) + i) % HZ_ARENAS];
 }
 
-void *hz_run_alloc(size_t npages, size_t align, int zero, int *refill)
+void *hz_run_alloc(size_t npages, size_t align, int zero, struct hz_handout *out)
 {
 	struct hz_arena *home = hz_arena_of_thread();
-	void *p = alloc_in(home, npages, align, zero, IN_MEMORY_IF_FREE, refill);
+	void *p = alloc_in(home, npages, align, zero, IN_MEMORY_IF_FREE, out);
 	/* Memory another thread's arena holds free in memory before pages
 	 * that fault in: a page given back and taken again is a fault, a
 	 * lock taken is not (a JVM's buffers freed by its cleaner thread, a
 	 * server's blocks freed by another worker). */
 	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(next_arena(home, i), npages, align, zero, IN_MEMORY_IF_FREE, refill);
+		p = alloc_in(next_arena(home, i), npages, align, zero, IN_MEMORY_IF_FREE, out);
 	if (!p)
-		p = alloc_in(home, npages, align, zero, GROW, refill);
+		p = alloc_in(home, npages, align, zero, GROW, out);
 	/* No chunk could be mapped: room in the other arenas' chunks. */
 	for (unsigned i = 1; !p && i < HZ_ARENAS; i++)
-		p = alloc_in(next_arena(home, i), npages, align, zero, ANY, refill);
+		p = alloc_in(next_arena(home, i), npages, align, zero, ANY, out);
 	return p;
 }
 

@@ -45,8 +45,9 @@
  *                                    already faulted in (median of 9)
  *   floor SIZE MEDIAN_NS             fresh, zeroes (sparse: 0): ns per
  *   floor4k SIZE MEDIAN_NS           MADV_POPULATE_WRITE of SIZE fresh bytes,
- *                                    huge pages asked for; small pages (0
- *                                    where the kernel has no such advice)
+ *   floor4k_touch SIZE MEDIAN_NS     huge pages asked for; small pages (0
+ *                                    where the kernel has no such advice);
+ *                                    small pages and a touch of each after
  *   peak_rss_kib N                   VmHWM (ru_maxrss if /proc is missing)
  * Exit status 1 and a message if an allocation fails or calloc's memory is
  * not zero. */
@@ -165,9 +166,12 @@ static double mode_clear(size_t n)
 #endif
 
 /* ns of one MADV_POPULATE_WRITE of a fresh mapping of n bytes, huge
- * pages asked for or refused; the mapping unmapped after. -1 where the
- * kernel has no such advice. */
-static double populate_floor(size_t n, int huge)
+ * pages asked for or refused, and with touched set a touch of every page
+ * after (what the program pays for the pages once populated: on a VM
+ * whose host builds its mappings at the first access, more than the
+ * populate); the mapping unmapped after. -1 where the kernel has no such
+ * advice. */
+static double populate_floor(size_t n, int huge, int touched)
 {
 	void *m = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (m == MAP_FAILED)
@@ -175,6 +179,8 @@ static double populate_floor(size_t n, int huge)
 	madvise(m, n, huge ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
 	double t0 = now_ns();
 	int rc = madvise(m, n, MADV_POPULATE_WRITE);
+	if (touched && !rc)
+		touch(m, n);
 	double t = now_ns() - t0;
 	munmap(m, n);
 	return rc ? -1 : t;
@@ -187,9 +193,10 @@ static void *(*volatile opaque_memset)(void *, int, size_t) = memset;
  * of every page, calloc and a touch of 1 in 100 pages, or malloc and a
  * memset 0 of it all. Blocks are kept, so no block reuses another's
  * memory. Between them, the populate floors (floor, floor4k). */
-static double mode_fresh(size_t n, int blocks, enum fresh_kind kind, double *floor, double *floor4k)
+static double mode_fresh(size_t n, int blocks, enum fresh_kind kind, double *floor, double *floor4k,
+			 double *floor4k_touch)
 {
-	double *t = times(blocks), *f = times(blocks), *f4 = times(blocks);
+	double *t = times(blocks), *f = times(blocks), *f4 = times(blocks), *f4t = times(blocks);
 	unsigned char **b = malloc((size_t)blocks * sizeof *b);
 	if (!b)
 		die("out of memory");
@@ -208,20 +215,23 @@ static double mode_fresh(size_t n, int blocks, enum fresh_kind kind, double *flo
 		t[i] = now_ns() - t0;
 		escape(b[i]);
 		/* Not beside sparse blocks: the floor's pages would be the peak. */
-		f[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 1);
-		f4[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 0);
+		f[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 1, 0);
+		f4[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 0, 0);
+		f4t[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 0, 1);
 	}
 	for (int i = 0; kind == FRESH_TOUCH && i < blocks; i++)
 		check(b[i], n, 1);
 	double m = median(t, blocks);
 	*floor = median(f, blocks);
 	*floor4k = median(f4, blocks);
+	*floor4k_touch = median(f4t, blocks);
 	for (int i = 0; i < blocks; i++)
 		free(b[i]);
 	free(b);
 	free(t);
 	free(f);
 	free(f4);
+	free(f4t);
 	return m;
 }
 
@@ -393,10 +403,11 @@ int main(int argc, char **argv)
 		int c = argc > 3 ? atoi(argv[3]) : count_for(n, (size_t)512 << 20, 5, 201);
 		if (c < 1)
 			return usage();
-		double floor, floor4k;
+		double floor, floor4k, floor4k_touch;
 		enum fresh_kind k = mode[0] == 'f' ? FRESH_TOUCH : mode[0] == 's' ? FRESH_SPARSE : FRESH_ZEROES;
-		double m = mode_fresh(n, c, k, &floor, &floor4k);
-		printf("%s %zu %.0f\nfloor %zu %.0f\nfloor4k %zu %.0f\n", mode, n, m, n, floor, n, floor4k);
+		double m = mode_fresh(n, c, k, &floor, &floor4k, &floor4k_touch);
+		printf("%s %zu %.0f\nfloor %zu %.0f\nfloor4k %zu %.0f\nfloor4k_touch %zu %.0f\n", mode, n, m, n, floor, n,
+		       floor4k, n, floor4k_touch);
 	} else if (!strcmp(mode, "loop") || !strcmp(mode, "clear")) {
 		size_t n = parse_size(argv[2]);
 		int clear = mode[0] == 'c';

@@ -102,6 +102,27 @@ void hz_os_yield(void)
 	errno = saved;
 }
 
+void hz_os_sleep_us(uint64_t us)
+{
+	int saved = errno;
+	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+	if (!us)
+		sched_yield();
+	else
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	errno = saved;
+}
+
+unsigned hz_os_cpus(void)
+{
+	int saved = errno;
+	cpu_set_t set;
+	int n = sched_getaffinity(0, sizeof set, &set) ? 1 : CPU_COUNT(&set);
+	errno = saved;
+	return n > 0 ? (unsigned)n : 1;
+}
+
 /* ---- environment ---- */
 
 const char *hz_os_getenv(const char *name)

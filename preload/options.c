@@ -63,6 +63,10 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 				"a thread of the process (SCHED_IDLE, started at a large free or calloc, ended after 1 s idle) clears freed large blocks and keeps the reserve; 0: none"},
 	[HZ_OPT_RESERVE] = {"RESERVE", HZ_OPT_SIZE, SIZE((uint64_t)32 << 20), NULL,
 			    "bytes of fresh pages the background thread keeps in memory and zero, up to what was taken fresh since the last decay and half of DIRTY_MAX"},
+	[HZ_OPT_POPULATE] = {"POPULATE", HZ_OPT_AUTO_BOOL, NUM(-1), NULL,
+			     "fresh large blocks (from 2 MiB) faulted in by one call per 2 MiB step (MADV_POPULATE_WRITE) instead of a fault per page: auto where the program touched most pages of its recent blocks of that size class (read with mincore; never near a memory cgroup's limit), 1 always, 0 never"},
+	[HZ_OPT_THREADS] = {"THREADS", HZ_OPT_UINT, SIZE(0), "(CPU set)",
+			    "threads that populate a fresh block from 64 MiB up: the caller and THREADS - 1 helpers at SCHED_IDLE, which run only on idle cores; 1: the caller alone"},
 	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, NONE, "(none)",
 			  "write the counters at exit to stderr, or to this path (%p: the pid; else .PID appended, before a final .prom), mode 0600 (0644 in the prometheus format, for a collector of another user), no symlinks"},
 	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, NAME("text"), NULL,
@@ -267,6 +271,8 @@ size_t hz_options_start_arenas(void)
 		.calloc_release = !strcmp(dirty, "release"),
 		.background = (int)V(BACKGROUND)->num,
 		.reserve = V(RESERVE)->size,
+		.populate = (int)V(POPULATE)->num,
+		.threads = (unsigned)(V(THREADS)->size < 1024 ? V(THREADS)->size : 1024),
 	};
 	hz_large_setup(&cfg);
 	return large_min;

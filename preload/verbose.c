@@ -57,6 +57,14 @@ void hz_verbose_print(void)
 		 hz_option(HZ_OPT_BACKGROUND)->num ? "on" : "off", hz_option(HZ_OPT_RESERVE)->size >> 20,
 		 can < 0 ? "nothing: no thread can be made" : sched[can]);
 	hz_os_log(line, NULL, NULL);
+	struct hz_populate_stats ps;
+	hz_populate_stats(&ps);
+	snprintf(line, sizeof line,
+		 "fresh blocks populated: %s (HUGEZERO_POPULATE); from %zu MiB by %u threads, the caller and %u "
+		 "helpers (HUGEZERO_THREADS)",
+		 ps.mode < 0 ? "auto, where recent blocks of the size were mostly touched" : ps.mode ? "always" : "never",
+		 HZ_POPULATE_HELPERS_MIN >> 20, ps.threads, ps.threads - 1);
+	hz_os_log(line, NULL, NULL);
 	char cg[32] = "none";
 	if (hz_limits.cgroup != HZ_LIMIT_NONE)
 		snprintf(cg, sizeof cg, "%zu MiB (v%d)", hz_limits.cgroup >> 20, hz_limits.cgroup_version);

@@ -154,9 +154,9 @@ static int watch_block(size_t pages, size_t touched, size_t from)
 	if (hz_fresh_map(HZ_CHUNK_SIZE, &hugetlb, &advice, &p))
 		return 20;
 	char *range = (char *)p + (from << 12);
-	if (!hz_fresh_watch(p, range, pages << 12, advice))
+	if (!hz_fresh_watch(p, range, pages << 12, advice, 0))
 		return 21;
-	if (hz_fresh_watch(range + (pages << 12), range + (pages << 12), pages << 12, advice))
+	if (hz_fresh_watch(range + (pages << 12), range + (pages << 12), pages << 12, advice, 0))
 		return 22; /* one block at a time */
 	for (size_t i = 0; i < touched; i++)
 		((volatile char *)range)[(i * pages / touched) << 12] = 1;

@@ -11,30 +11,24 @@ set -u
 lib=$1 prog=$2
 . "$(dirname "$0")/../util/common.sh"
 
-run() { # name, then the command's arguments
-	local name=$1
-	shift
-	if out=$(LD_PRELOAD=$lib "$@" 2>&1); then ok "$name"; else bad "$name: $out"; fi
-}
-
-run "stress: every calloc zero, no live byte changed, 8 threads, 6 s" "$prog" stress 6
-run "stress with calloc releasing dirty pages (MADV_DONTNEED)" env HUGEZERO_CALLOC_DIRTY=release "$prog" stress 2
-run "fork while clearing: the child's calloc is zero, it has no zeroer until it needs one" "$prog" fork 20
-run "small allocations only: no thread" "$prog" small
-run "the reserve: found in memory, within its limit, gone after the decay, the idle thread ended" \
+preloaded "stress: every calloc zero, no live byte changed, 8 threads, 6 s" "$prog" stress 6
+preloaded "stress with calloc releasing dirty pages (MADV_DONTNEED)" env HUGEZERO_CALLOC_DIRTY=release "$prog" stress 2
+preloaded "fork while clearing: the child's calloc is zero, it has no zeroer until it needs one" "$prog" fork 20
+preloaded "small allocations only: no thread" "$prog" small
+preloaded "the reserve: found in memory, within its limit, gone after the decay, the idle thread ended" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
 # Small fresh pages, so that every touch is a fault (on huge ones, which
 # fresh memory's measurement may choose, a fault comes every 2 MiB and the
 # reserve rightly fills between them).
-run "the reserve waits while the program faults, and fills once it idles" \
+preloaded "the reserve waits while the program faults, and fills once it idles" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_FRESH=small "$prog" faulting
-run "the reserve stops when what it populated is released unused" \
+preloaded "the reserve stops when what it populated is released unused" \
 	env HUGEZERO_RESERVE=16M "$prog" unpaid
-run "no reserve to fill: the zeroer does not poll a faulting program" \
+preloaded "no reserve to fill: the zeroer does not poll a faulting program" \
 	env HUGEZERO_RESERVE=0 "$prog" quiet
-run "page faults not countable (getrusage refused): no population, no polling" \
+preloaded "page faults not countable (getrusage refused): no population, no polling" \
 	env HUGEZERO_RESERVE=16M "$prog" blind
-run "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
+preloaded "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
 
 # The zeroer's clears are counted with every other clear: 256 MiB set by
 # memset and freed dirty, then cleared by the zeroer while the program

@@ -9,3 +9,10 @@ finish() {
 	echo "$pass passed, $fail failed"
 	[ "$fail" -eq 0 ]
 }
+# preloaded NAME COMMAND...: the command run with LD_PRELOAD=$lib, a
+# pass, or a failure with its output.
+preloaded() {
+	local name=$1 out
+	shift
+	if out=$(LD_PRELOAD=$lib "$@" 2>&1); then ok "$name"; else bad "$name: $out"; fi
+}
