@@ -720,6 +720,88 @@ void hz_budget_bound(struct hz_arena *a);
  * are taken fresh again. Returns the bytes. */
 size_t hz_budget_trim(struct hz_arena *a);
 
+/* ---- helpers.c ---- helper threads on idle cores. One large extent's work
+ * at a time, a population (MADV_POPULATE_WRITE) or a fill, is cut into
+ * 2 MiB steps (the huge pages it spans; the first and last may be
+ * partial) claimed from a shared counter by the calling thread and by up
+ * to 16 helpers at SCHED_IDLE, which only idle cores run. Offered only
+ * while a core is idle (fewer threads runnable system-wide than CPUs in
+ * the set); a helper that wakes 1 ms after the offer takes no step, one
+ * preempted in a step takes no more. A helper that has not started takes
+ * no step and is never waited for; one in a step is waited for by
+ * whoever ends the job (raised to normal priority after a while, where
+ * that is permitted). Helpers start at the first job
+ * offered, after the constructor, never in a forked child's first
+ * second; they end after 1 s without a job, and at exit.
+ * HUGEZERO_THREADS. */
+
+#define HZ_JOB_STEP HZ_HUGE_SIZE
+/* Extents from this size are worth the helpers. */
+#define HZ_HELPERS_MIN ((size_t)64 << 20)
+enum { HZ_JOB_POPULATE, HZ_JOB_FILL };
+struct hz_job {
+	int kind;
+	unsigned char *p;       /* the extent */
+	size_t size;
+	uintptr_t first;        /* its first step's start, aligned down to a step */
+	size_t steps;
+	/* Steps left alone: s % skip_every == skip_at (skip_every not 0),
+	 * and [skip_lo, skip_hi). */
+	size_t skip_every, skip_at, skip_lo, skip_hi;
+	int c;                  /* a fill's byte, and kernel */
+	unsigned kernel;
+	size_t next;            /* the next step to claim */
+	int inflight;           /* threads that may still step through it */
+	int cancelled;          /* no step from now on */
+	int helped, early, failed; /* a helper took a step; the caller left early; a population's errno */
+	size_t done, helper_done; /* bytes */
+};
+/* j: kind's work on [p, p + size), nothing claimed, nothing in flight. */
+void hz_job_init(struct hz_job *j, int kind, void *p, size_t size);
+/* Step s of j, [*lo, *hi). */
+void hz_job_step_range(const struct hz_job *j, size_t s, unsigned char **lo, unsigned char **hi);
+/* Whether j leaves step s alone. */
+int hz_job_left_alone(const struct hz_job *j, size_t s);
+/* The calling thread's steps, claimed one at a time until none is left,
+ * j is cancelled or a population fails; with early set, until early steps
+ * were claimed and a helper took one (j->early then set: the rest is the
+ * helpers'). The bytes done. The caller is counted in j->inflight. */
+size_t hz_job_steps(struct hz_job *j, int helper, size_t early);
+/* Offers j to the helpers, starting the missing ones (never waiting for
+ * the pool's lock): 1, or 0 when another job is on offer or no helper may
+ * run. A helper that finds no step left takes j off the offer. */
+int hz_helpers_offer(struct hz_job *j);
+/* Takes j off the offer: no helper takes it from now on. */
+void hz_helpers_withdraw(struct hz_job *j);
+/* Waits until no thread steps through j (its offer withdrawn). */
+void hz_job_wait(struct hz_job *j);
+/* No step of j from now on; the steps in flight waited for. */
+void hz_job_cancel(struct hz_job *j);
+/* memset(p, c, size) with kernel, split over the calling thread and the
+ * helpers, every byte written before it returns: 1, or 0 (nothing
+ * written) below HZ_HELPERS_MIN or when no helper may take part. */
+int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel);
+/* nthreads: the caller and its helpers, 0 for the CPU set's size (1: no
+ * helper). At setup. */
+void hz_helpers_setup(unsigned nthreads);
+/* Helpers may start from now on (the constructor's end); must end (exit
+ * has begun: waited for 200 ms at most, 20 ms where none could be raised). */
+void hz_helpers_allow(void);
+void hz_helpers_exit(void);
+void hz_helpers_fork_prepare(void);
+void hz_helpers_fork_parent(void);
+void hz_helpers_fork_child(void);
+struct hz_helpers_stats {
+	uint64_t populated, filled;  /* bytes the helpers did */
+	uint64_t fills;              /* fills split over them */
+	uint64_t starts, start_failures, sched_fallbacks;
+	uint64_t raised_waits;       /* waits that raised them */
+	uint64_t busy;               /* offers not made: no idle core */
+	uint64_t late, preempted;    /* helpers that left a job: woke late, preempted in a step */
+	unsigned threads, helpers;
+};
+void hz_helpers_stats(struct hz_helpers_stats *out);
+
 /* ---- run.c ---- blocks up to HZ_RUN_MAX, page runs in the arenas'
  * chunks. calloc clears only a block's dirty runs, outside the lock. */
 
@@ -849,47 +931,46 @@ void hz_zeroer_fork_parent(void);
 void hz_zeroer_fork_child(void);
 
 /* ---- populate.c ---- fresh blocks populated where the program will touch
- * them: one MADV_POPULATE_WRITE per 2 MiB step instead of a fault per
- * page, the first step first; decided per size class (a quarter of a
- * power of two) from the share of recent blocks' pages the program
- * touched, read with mincore at a block's free or 10 ms after it was
- * handed out (a block never freed); a block of 16 steps or more keeps one
- * step in 16 unpopulated (a sentinel) for that reading. Blocks from
- * HZ_POPULATE_HELPERS_MIN are populated by the calling thread and helper
- * threads at SCHED_IDLE (only idle cores run them) claiming steps from a
- * shared counter; the caller never waits for a helper. HUGEZERO_POPULATE,
- * HUGEZERO_THREADS. */
+ * them: one MADV_POPULATE_WRITE per 2 MiB step (helpers.c) instead of a
+ * fault per page. Decided per size class (a quarter of a power of two,
+ * from 2 MiB) from the share of recent blocks' pages the program touched,
+ * read with mincore at a block's free, or at a large allocation once it
+ * has been handed out 10 ms plus its size at 2 GiB/s (a block never
+ * freed); a block of 16 steps or more on whole huge pages keeps one step
+ * in 16 unpopulated (a sentinel) for that reading, a smaller one is left
+ * unpopulated one time in 8. Never near a memory cgroup's limit. From
+ * HZ_HELPERS_MIN the helpers take steps beside the caller; a calloc
+ * (zero set) returns once it populated the first eighth and a helper
+ * took a step: the rest is theirs, ahead of the program. A block's free ends its population,
+ * waiting for a step in flight (one a helper at most), so no page is
+ * populated after it. HUGEZERO_POPULATE. */
 
 enum { HZ_POPULATE_AUTO = -1, HZ_POPULATE_OFF = 0, HZ_POPULATE_ON = 1 };
-#define HZ_POPULATE_HELPERS_MIN ((size_t)64 << 20)
-/* mode: HZ_POPULATE_*; nthreads: the caller and its helpers, 0 for the
- * CPU set's size (1: no helper). At setup. */
-void hz_populate_setup(int mode, unsigned nthreads);
-/* Whether a fresh block of size bytes is to be populated (AUTO: its
- * class's recent blocks were mostly touched; never near a memory
- * cgroup's limit). Reads the tracked blocks that are due. No lock held. */
+/* mode: HZ_POPULATE_*. At setup. */
+void hz_populate_setup(int mode);
+/* Whether a fresh block of size bytes (whole pages) is to be populated:
+ * always (HZ_POPULATE_ON), or where its class's recent blocks were mostly
+ * touched. Reads one tracked block that is due, never waiting. No lock
+ * held. */
 int hz_populate_wanted(size_t size);
-/* The block p of size bytes was handed out with fresh bytes not in
- * memory: populated when wanted (hz_populate_wanted's answer), else
- * tracked to be read for its class. No lock held. */
-void hz_populate_block(void *p, size_t size, size_t fresh, int wanted);
-/* p is freed or resized: its population ended (a helper's step in flight
- * waited for), its touched share read. Before the block changes hands. */
+/* The block p of size bytes (whole pages) was handed out with fresh bytes
+ * not in memory: populated when wanted (hz_populate_wanted's answer) and
+ * its memory cgroup is not near its limit, else tracked to be read for
+ * its class. No lock held. */
+void hz_populate_block(void *p, size_t size, size_t fresh, int wanted, int zero);
+/* p is freed or resized: its population ended (a step in flight waited
+ * for), its touched share read. Before the block changes hands. */
 void hz_populate_freed(const void *p);
-void hz_populate_fork_prepare(void);
-void hz_populate_fork_parent(void);
 void hz_populate_fork_child(void);
 struct hz_populate_stats {
 	uint64_t bytes, blocks;       /* populated */
-	uint64_t helper_bytes;        /* of which by helpers */
-	uint64_t untouched_bytes;     /* populated, never touched by the program (estimated at free) */
-	uint64_t program_faults;      /* pages of populated blocks the program faulted in (sentinels) */
+	uint64_t untouched_bytes;     /* populated, never touched by the program (estimated at the read) */
+	uint64_t program_faulted_bytes; /* of populated blocks' sentinels, faulted in by the program */
 	uint64_t samples;             /* blocks read for their class */
 	uint64_t explored;            /* blocks of a dense class left unpopulated to be read */
 	uint64_t pressed;             /* blocks not populated near a cgroup's limit */
 	uint64_t untracked;           /* blocks no slot was left for */
-	uint64_t helper_starts, helper_start_failures, sched_fallbacks;
-	unsigned threads;
+	uint64_t early;               /* blocks whose caller left the rest to the helpers */
 	int mode;
 };
 void hz_populate_stats(struct hz_populate_stats *out);
@@ -911,7 +992,7 @@ struct hz_large_cfg {
 	int background;          /* the background zeroer may run (zeroer.c) */
 	size_t reserve;          /* and keeps this many bytes of clean pages */
 	int populate;            /* HZ_POPULATE_* (populate.c) */
-	unsigned threads;        /* population's threads, 0: the CPU set's */
+	unsigned threads;        /* the helpers' and the caller's, 0: the CPU set's (helpers.c) */
 };
 /* Configures the arenas; at the first allocation, before any block. The
  * limits (limits.c) are read here: in a memory cgroup the dirty budget
@@ -1017,7 +1098,7 @@ void hz_large_counters(hz_counter_fn fn, void *arg);
  * allocator in the one order in which the allocator nests them:
  *
  *   the zeroer's thread lock (zeroer.c), the helpers' pool lock
- *   (populate.c; held with no other), every arena's lock in index
+ *   (helpers.c; held with no other), every arena's lock in index
  *   order (arena.c), the huge descriptors' pool lock (huge.c), the
  *   registry's writers' lock (registry.c), fresh memory's watch lock
  *   (fresh.c; held with no other)
@@ -1028,7 +1109,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg);
  * flight is dropped (its pages stay dirty), no zeroer thread runs, and
  * the child's counters start from zero, its report being its own; no
  * helper runs and no block is tracked for population. Calls zeroer.c,
- * populate.c, claim.c, arena.c, huge.c, fresh.c and registry.c. */
+ * helpers.c, populate.c, claim.c, arena.c, huge.c, fresh.c and
+ * registry.c. */
 
 void hz_allocator_fork_prepare(void);
 void hz_allocator_fork_parent(void);

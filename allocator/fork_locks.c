@@ -4,7 +4,7 @@
 void hz_allocator_fork_prepare(void)
 {
 	hz_zeroer_fork_prepare();
-	hz_populate_fork_prepare();
+	hz_helpers_fork_prepare();
 	__atomic_store_n(&hz_work_forked, 1, __ATOMIC_RELAXED);
 	for (int i = 0; i < HZ_ARENAS; i++)
 		pthread_mutex_lock(&hz_arenas[i].lock);
@@ -25,7 +25,7 @@ static void unlock_all(void)
 void hz_allocator_fork_parent(void)
 {
 	unlock_all();
-	hz_populate_fork_parent();
+	hz_helpers_fork_parent();
 	hz_zeroer_fork_parent();
 }
 
@@ -42,6 +42,7 @@ void hz_allocator_fork_child(void)
 	hz_work_n = (struct hz_work_counts){0};
 	hz_fresh_fork_child();
 	unlock_all();
+	hz_helpers_fork_child();
 	hz_populate_fork_child();
 	hz_zeroer_fork_child();
 }

@@ -61,6 +61,22 @@ static size_t known_zero(const struct hz_huge *h)
 	return h->dirty ? h->cleared : h->mapped;
 }
 
+/* A recycled block's clear, hinted at its first page (cleared last, kept
+ * in cache); from HZ_HELPERS_MIN the rest split over the helpers first. */
+static void zero_recycled(unsigned char *p, size_t n)
+{
+	if (n >= HZ_HELPERS_MIN + HZ_JOB_STEP) {
+		size_t rest = n - HZ_JOB_STEP;
+		unsigned k = hz_policy_pick(&hz_policy, 0, rest);
+		if (hz_helpers_fill(p + HZ_JOB_STEP, 0, rest, k)) {
+			hz_count_kernel(k, rest);
+			hz_zero_hinted_counted(p, HZ_JOB_STEP, p);
+			return;
+		}
+	}
+	hz_zero_hinted_counted(p, n, p);
+}
+
 void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 {
 	size_t usable = hz_round_up(size, HZ_PAGE), mapped = hz_round_up(size, HZ_HUGE_SIZE);
@@ -89,7 +105,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 		 * the zeroer cleared already is left alone. */
 		if (zero && kz < usable) {
 			if (!kz && !(hz_calloc_release && !hz_os_dontneed(h->base, usable)))
-				hz_zero_hinted_counted(h->base, usable, h->base);
+				zero_recycled(h->base, usable);
 			else if (kz)
 				hz_fill_counted(h->base + kz, 0, usable - kz);
 		}

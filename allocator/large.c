@@ -19,7 +19,8 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_fresh_setup(cfg->thp, cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
 	hz_calloc_release = cfg->calloc_release;
-	hz_populate_setup(cfg->populate, cfg->threads);
+	hz_helpers_setup(cfg->threads);
+	hz_populate_setup(cfg->populate);
 	hz_zeroer_enabled = cfg->background;
 	limit_fitted = hz_budget_fit();
 }
@@ -85,7 +86,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		 * run.c, huge_cache.c). */
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
-	int populate = got.populate = hz_populate_wanted(size);
+	int populate = got.populate = hz_populate_wanted(hz_round_up(size, HZ_PAGE));
 	if (size && size <= HZ_RUN_MAX && !hz_huge_fitted)
 		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero, &got);
 	/* Larger blocks, and those no chunk could be mapped for (an
@@ -97,7 +98,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		return NULL;
 	}
 	if (got.fresh)
-		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, populate);
+		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, populate, zero);
 	if (hz_zeroer_enabled)
 		hz_zeroer_kick(zero || probe, got.refill || probe); /* the reserve to refill, a probe */
 	return p;
@@ -301,24 +302,39 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "fresh.huge", (uint64_t)f.huge, 1);
 	struct hz_populate_stats ps;
 	hz_populate_stats(&ps);
-	/* -1 auto, 0 off, 1 on (HUGEZERO_POPULATE). */
-	fn(arg, "populate.mode", (uint64_t)(int64_t)ps.mode, 1);
-	fn(arg, "populate.threads", ps.threads, 1);
+	/* HUGEZERO_POPULATE: 0 never, 1 always, 2 auto. */
+	fn(arg, "populate.mode", ps.mode < 0 ? 2 : (uint64_t)ps.mode, 1);
 	fn(arg, "populate.bytes", ps.bytes, 0);
 	fn(arg, "populate.blocks", ps.blocks, 0);
-	fn(arg, "populate.helper_bytes", ps.helper_bytes, 0);
-	/* Populated and never touched by the program, estimated at the
-	 * block's free from its sentinel steps (or its class's figure). */
+	/* Blocks whose caller left the rest to the helpers, ahead of the
+	 * program. */
+	fn(arg, "populate.early_returns", ps.early, 0);
+	/* Populated and never touched by the program, estimated when the
+	 * block is read from its sentinel steps (or its class's figure). */
 	fn(arg, "populate.untouched_bytes", ps.untouched_bytes, 0);
-	/* Pages of populated blocks the program faulted in itself: the
-	 * sentinel steps it touched. */
-	fn(arg, "populate.program_faults", ps.program_faults, 0);
+	/* What the program faulted in itself of populated blocks: the
+	 * sentinel steps it touched (read at the block's free). */
+	fn(arg, "populate.program_faulted_bytes", ps.program_faulted_bytes, 0);
 	fn(arg, "populate.samples", ps.samples, 0);
 	fn(arg, "populate.explored", ps.explored, 0);
 	fn(arg, "populate.pressed", ps.pressed, 0);
 	fn(arg, "populate.untracked", ps.untracked, 0);
-	fn(arg, "populate.helper_starts", ps.helper_starts, 0);
-	fn(arg, "populate.helper_start_failures", ps.helper_start_failures, 0);
-	fn(arg, "populate.sched_fallbacks", ps.sched_fallbacks, 0);
+	struct hz_helpers_stats hs;
+	hz_helpers_stats(&hs);
+	fn(arg, "helpers.threads", hs.threads, 1);
+	fn(arg, "helpers.helpers", hs.helpers, 1);
+	fn(arg, "helpers.populated_bytes", hs.populated, 0);
+	fn(arg, "helpers.filled_bytes", hs.filled, 0);
+	fn(arg, "helpers.fills", hs.fills, 0);
+	fn(arg, "helpers.starts", hs.starts, 0);
+	fn(arg, "helpers.start_failures", hs.start_failures, 0);
+	fn(arg, "helpers.sched_fallbacks", hs.sched_fallbacks, 0);
+	/* Waits for a helper's step that raised the helpers' priority. */
+	fn(arg, "helpers.raised_waits", hs.raised_waits, 0);
+	/* Offers not made (no idle core), helpers that left a job (woke
+	 * late, preempted in a step). */
+	fn(arg, "helpers.busy", hs.busy, 0);
+	fn(arg, "helpers.late", hs.late, 0);
+	fn(arg, "helpers.preempted", hs.preempted, 0);
 	fn(arg, "fresh.free_page_reporting", (uint64_t)f.reporting, 1);
 }

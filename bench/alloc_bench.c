@@ -15,6 +15,7 @@
  *                                      freed before either)
  *   alloc_bench sparse SIZE [BLOCKS]   the same, 1% of the pages touched (a
  *                                      hash table sized for its capacity)
+ *   alloc_bench floor SIZE [BLOCKS]    the populate floors alone (below)
  *   alloc_bench zeroes SIZE [BLOCKS]   fresh malloc, then memset 0 of the
  *                                      whole block (a JVM's direct buffer,
  *                                      C++'s new char[n]())
@@ -186,7 +187,7 @@ static double populate_floor(size_t n, int huge, int touched)
 	return rc ? -1 : t;
 }
 
-enum fresh_kind { FRESH_TOUCH, FRESH_SPARSE, FRESH_ZEROES };
+enum fresh_kind { FRESH_TOUCH, FRESH_SPARSE, FRESH_ZEROES, FRESH_FLOOR };
 static void *(*volatile opaque_memset)(void *, int, size_t) = memset;
 
 /* Median ns of one fresh block of n bytes as kind says: calloc and a touch
@@ -201,19 +202,23 @@ static double mode_fresh(size_t n, int blocks, enum fresh_kind kind, double *flo
 	if (!b)
 		die("out of memory");
 	for (int i = 0; i < blocks; i++) {
-		double t0 = now_ns();
-		b[i] = kind == FRESH_ZEROES ? malloc(n) : calloc(1, n);
-		if (!b[i])
-			die("calloc failed");
-		if (kind == FRESH_ZEROES) /* through a pointer: never folded into a calloc */
-			opaque_memset(b[i], 0, n);
-		else if (kind == FRESH_SPARSE)
-			for (size_t k = 0; k < n; k += 100 * PAGE)
-				b[i][k] = 1;
-		else
-			touch(b[i], n);
-		t[i] = now_ns() - t0;
-		escape(b[i]);
+		b[i] = NULL;
+		t[i] = 0;
+		if (kind != FRESH_FLOOR) { /* else the floors alone */
+			double t0 = now_ns();
+			b[i] = kind == FRESH_ZEROES ? malloc(n) : calloc(1, n);
+			if (!b[i])
+				die("calloc failed");
+			if (kind == FRESH_ZEROES) /* through a pointer: never folded into a calloc */
+				opaque_memset(b[i], 0, n);
+			else if (kind == FRESH_SPARSE)
+				for (size_t k = 0; k < n; k += 100 * PAGE)
+					b[i][k] = 1;
+			else
+				touch(b[i], n);
+			t[i] = now_ns() - t0;
+			escape(b[i]);
+		}
 		/* Not beside sparse blocks: the floor's pages would be the peak. */
 		f[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 1, 0);
 		f4[i] = kind == FRESH_SPARSE ? 0 : populate_floor(n, 0, 0);
@@ -398,16 +403,18 @@ int main(int argc, char **argv)
 	const char *mode = argv[1];
 	Dl_info di;
 	printf("malloc_from %s\n", dladdr((void *)malloc, &di) && di.dli_fname ? di.dli_fname : "?");
-	if (!strcmp(mode, "fresh") || !strcmp(mode, "sparse") || !strcmp(mode, "zeroes")) {
+	if (!strcmp(mode, "fresh") || !strcmp(mode, "sparse") || !strcmp(mode, "zeroes") || !strcmp(mode, "floor")) {
 		size_t n = parse_size(argv[2]);
 		int c = argc > 3 ? atoi(argv[3]) : count_for(n, (size_t)512 << 20, 5, 201);
 		if (c < 1)
 			return usage();
 		double floor, floor4k, floor4k_touch;
-		enum fresh_kind k = mode[0] == 'f' ? FRESH_TOUCH : mode[0] == 's' ? FRESH_SPARSE : FRESH_ZEROES;
+		enum fresh_kind k = !strcmp(mode, "fresh") ? FRESH_TOUCH : mode[0] == 's' ? FRESH_SPARSE
+								  : mode[0] == 'z' ? FRESH_ZEROES : FRESH_FLOOR;
 		double m = mode_fresh(n, c, k, &floor, &floor4k, &floor4k_touch);
-		printf("%s %zu %.0f\nfloor %zu %.0f\nfloor4k %zu %.0f\nfloor4k_touch %zu %.0f\n", mode, n, m, n, floor, n,
-		       floor4k, n, floor4k_touch);
+		if (k != FRESH_FLOOR)
+			printf("%s %zu %.0f\n", mode, n, m);
+		printf("floor %zu %.0f\nfloor4k %zu %.0f\nfloor4k_touch %zu %.0f\n", n, floor, n, floor4k, n, floor4k_touch);
 	} else if (!strcmp(mode, "loop") || !strcmp(mode, "clear")) {
 		size_t n = parse_size(argv[2]);
 		int clear = mode[0] == 'c';

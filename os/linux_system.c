@@ -114,13 +114,37 @@ void hz_os_sleep_us(uint64_t us)
 	errno = saved;
 }
 
+int hz_os_runnable(unsigned *n)
+{
+	char buf[128];
+	size_t len;
+	int e = hz_os_read_file("/proc/loadavg", buf, sizeof buf - 1, &len);
+	if (e)
+		return e;
+	buf[len] = 0;
+	/* "0.12 0.10 0.05 2/345 6789": the fourth field, before its slash. */
+	const char *p = buf;
+	for (int field = 0; field < 3 && p; field++)
+		p = strchr(p, ' ') ? strchr(p, ' ') + 1 : NULL;
+	if (!p || *p < '0' || *p > '9')
+		return EINVAL;
+	unsigned v = 0;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (unsigned)(*p - '0');
+	*n = v;
+	return 0;
+}
+
 unsigned hz_os_cpus(void)
 {
 	int saved = errno;
-	cpu_set_t set;
-	int n = sched_getaffinity(0, sizeof set, &set) ? 1 : CPU_COUNT(&set);
+	uint64_t set[8192 / 64]; /* 8192 CPUs */
+	long r = syscall(SYS_sched_getaffinity, 0, sizeof set, set);
+	unsigned n = 0;
+	for (long i = 0; r > 0 && i < r / 8; i++)
+		n += (unsigned)__builtin_popcountll(set[i]);
 	errno = saved;
-	return n > 0 ? (unsigned)n : 1;
+	return n ? n : 1;
 }
 
 /* ---- environment ---- */

@@ -136,6 +136,10 @@ void hz_os_sleep_us(uint64_t us);
 /* The CPUs the calling thread may run on (sched_getaffinity); 1 when
  * that cannot be read. */
 unsigned hz_os_cpus(void);
+/* The threads of the whole system running or ready to run now, the
+ * caller among them (/proc/loadavg's fourth field): 0 and *n, or an errno
+ * (no /proc). */
+int hz_os_runnable(unsigned *n);
 
 /* The calling thread's CPU time, in nanoseconds. */
 uint64_t hz_os_thread_cpu_ns(void);

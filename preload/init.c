@@ -108,6 +108,7 @@ static void init(void)
 	if (verbose)
 		hz_verbose_print();
 	hz_zeroer_allow(1);
+	hz_helpers_allow();
 }
 
 __attribute__((constructor(101))) static void hz_constructor(void)
@@ -115,8 +116,10 @@ __attribute__((constructor(101))) static void hz_constructor(void)
 	init();
 }
 
-/* Exit has begun: the background zeroer ends, none starts again. */
+/* Exit has begun: the background zeroer and the helpers end, none starts
+ * again. */
 __attribute__((destructor)) static void hz_destructor(void)
 {
 	hz_zeroer_exit();
+	hz_helpers_exit();
 }

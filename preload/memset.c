@@ -29,15 +29,30 @@ HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* A large memset in the arms (ab.c): glibc's (arm A) or the policy's
- * kernel (arm B), timed. */
+/* The program's large memset: the policy's kernel, counted; from
+ * HZ_HELPERS_MIN split over the helpers on idle cores where they can take
+ * part (helpers.c). */
+static void *fill(void *p, int c, size_t n)
+{
+	if (n >= HZ_HELPERS_MIN) {
+		unsigned k = hz_policy_pick(&hz_policy, c, n);
+		if (hz_helpers_fill(p, c, n, k)) {
+			hz_count_kernel(k, n);
+			return p;
+		}
+	}
+	return hz_fill_counted(p, c, n);
+}
+
+/* A large memset in the arms (ab.c): glibc's (arm A) or hugezero's (arm
+ * B), timed. */
 static HZ_NOINLINE void *memset_arm(void *p, int c, size_t n, int arm)
 {
 	uint64_t t0 = hz_os_now_ns();
 	if (arm == HZ_AB_A)
 		hz_ab_baseline(p, c, n);
 	else
-		hz_fill_counted(p, c, n);
+		fill(p, c, n);
 	hz_ab_record(HZ_AB_MEMSET, arm, n, hz_os_now_ns() - t0);
 	return p;
 }
@@ -61,7 +76,7 @@ static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 	int arm = hz_ab_arm(HZ_AB_MEMSET, n);
 	if (hz_unlikely(arm))
 		return memset_arm(p, c, n, arm);
-	return hz_fill_counted(p, c, n);
+	return fill(p, c, n);
 }
 
 /* memset is the architecture's widest front end (arch/<cpu>/widest.h and

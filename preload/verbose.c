@@ -59,11 +59,13 @@ void hz_verbose_print(void)
 	hz_os_log(line, NULL, NULL);
 	struct hz_populate_stats ps;
 	hz_populate_stats(&ps);
+	struct hz_helpers_stats hs;
+	hz_helpers_stats(&hs);
 	snprintf(line, sizeof line,
-		 "fresh blocks populated: %s (HUGEZERO_POPULATE); from %zu MiB by %u threads, the caller and %u "
-		 "helpers (HUGEZERO_THREADS)",
+		 "fresh blocks populated: %s (HUGEZERO_POPULATE); populations and clears from %zu MiB shared by "
+		 "the caller and %u helpers on idle cores (HUGEZERO_THREADS)",
 		 ps.mode < 0 ? "auto, where recent blocks of the size were mostly touched" : ps.mode ? "always" : "never",
-		 HZ_POPULATE_HELPERS_MIN >> 20, ps.threads, ps.threads - 1);
+		 HZ_HELPERS_MIN >> 20, hs.helpers);
 	hz_os_log(line, NULL, NULL);
 	char cg[32] = "none";
 	if (hz_limits.cgroup != HZ_LIMIT_NONE)

@@ -31,13 +31,15 @@ def run_timed(cmd, env):
     return time.perf_counter() - t0, p.stdout
 
 
-def bench_case(prog, mode, *args):
-    """A benchmark of bench/ printing 'malloc_from', 'MODE ... VALUE' and
-    'peak_rss_kib'."""
+def bench_case(prog, mode, *args, key=None, env=None):
+    """A benchmark of bench/ printing 'malloc_from', 'MODE ... VALUE' (or
+    'KEY ... VALUE') and 'peak_rss_kib'; env: settings added to each
+    allocator's environment (the library's HUGEZERO_ ones, which only it
+    reads)."""
     def run(ctx, alloc):
-        _, out = run_timed([os.path.join(ctx.bench, prog), mode] + list(args), ctx.env(alloc))
+        _, out = run_timed([os.path.join(ctx.bench, prog), mode] + list(args), dict(ctx.env(alloc), **(env or {})))
         kv = bench_output(out, ctx, alloc)
-        return float(kv[mode][-1]), int(kv["peak_rss_kib"][1])
+        return float(kv[key or mode][-1]), int(kv["peak_rss_kib"][1])
     return run
 
 
@@ -113,12 +115,20 @@ CASES = [
     ("leak", "ns", bench_case("threads_bench", "leak", "4000000")),
     ("memset 0", "ns", bench_case("churn_bench", "memset0", "20000000")),
     ("memset varying", "ns", bench_case("churn_bench", "memsetv", "20000000")),
-    ("calloc fresh 32M", "ns", bench_case("alloc_bench", "fresh", "32M")),
     # Fresh memory: a first touch of every page, of 1% of them, and a
-    # malloc the program clears itself (alloc_bench prints the populate
-    # floor of the same size beside each).
+    # malloc the program clears itself; beside them the populate floors of
+    # the same sizes (MADV_POPULATE_WRITE of a fresh mapping, huge pages
+    # asked for; small pages and a touch of each after), measured in each
+    # allocator's process; and hugezero without huge pages (HUGEZERO_THP=0,
+    # which the others do not read).
+    ("calloc fresh 32M", "ns", bench_case("alloc_bench", "fresh", "32M")),
+    ("floor 32M", "ns", bench_case("alloc_bench", "floor", "32M", "16")),
     ("calloc fresh 256M", "ns", bench_case("alloc_bench", "fresh", "256M")),
+    ("floor 256M", "ns", bench_case("alloc_bench", "floor", "256M", "3")),
+    ("floor4k+touch 256M", "ns", bench_case("alloc_bench", "floor", "256M", "3", key="floor4k_touch")),
+    ("calloc fresh 256M 4K", "ns", bench_case("alloc_bench", "fresh", "256M", env={"HUGEZERO_THP": "0"})),
     ("calloc fresh 1G", "ns", bench_case("alloc_bench", "fresh", "1G", "3")),
+    ("floor 1G", "ns", bench_case("alloc_bench", "floor", "1G", "3")),
     ("calloc sparse 256M", "ns", bench_case("alloc_bench", "sparse", "256M")),
     ("malloc+memset 256M", "ns", bench_case("alloc_bench", "zeroes", "256M")),
     ("calloc loop 32M", "ns", bench_case("alloc_bench", "loop", "32M")),

@@ -9,12 +9,20 @@
  *             in 100, are never populated on small pages (on huge ones
  *             the program's touches fault in every huge page: populating
  *             them adds nothing)
+ *   pressed   dense blocks in a memory cgroup near its limit: none
+ *             populated, the refusal counted
  *   off       HUGEZERO_POPULATE=0: no block populated
  *   on        HUGEZERO_POPULATE=1: the first block populated already
- *   helpers   a 256 MiB block populated with helpers (HUGEZERO_THREADS=2):
- *             a helper started, the block in memory and zero
+ *   helpers   256 MiB blocks populated with helpers (HUGEZERO_THREADS=2):
+ *             one helper, its steps counted, each block in memory (100 ms
+ *             on: the caller may leave the rest to the helper) and zero
+ *   nohelpers HUGEZERO_THREADS=1: populated and set by the caller alone
+ *   fill      a 192 MiB memset split over a helper: every byte set, none
+ *             around it changed
  *   freed     a block freed as its helpers may still populate it: no
- *             page of it comes into memory after the free
+ *             page of it comes into memory after the free, nothing more is
+ *             counted populated
+ * Exit status 77 where the kernel cannot populate (before Linux 5.14).
  *   glibc     the learn pattern under any allocator: every calloc zero
  *
  * "Populated" is read from the pages (mincore) and from the library's
@@ -105,9 +113,21 @@ static void blocks(size_t n, int count, size_t every, int keep, unsigned *r)
 	}
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
+	void *probe = mmap(NULL, PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (probe == MAP_FAILED)
+		fail("mmap failed");
+	if (madvise(probe, PAGE, MADV_POPULATE_WRITE) && strcmp(mode, "glibc") && strcmp(mode, "off")) {
+		printf("skip: no MADV_POPULATE_WRITE (Linux 5.14)\n");
+		return 77;
+	}
+	munmap(probe, PAGE);
 	stat_fn = (int (*)(const char *, uint64_t *))dlsym(RTLD_DEFAULT, "hz_stat");
 	unsigned r[6];
 	char msg[160];
@@ -117,7 +137,8 @@ int main(int argc, char **argv)
 		 * populated, but for their sentinel and watched steps. */
 		snprintf(msg, sizeof msg, "residency after calloc, in 1/1024: %u %u %u %u %u %u", r[0], r[1], r[2], r[3],
 			 r[4], r[5]);
-		if (r[0] > 128 || r[4] < 768 || r[5] < 768 || stat_of("populate.blocks") < 3)
+		if (r[0] > 128 || r[4] < 512 || r[5] < 512 || stat_of("populate.blocks") < 3 ||
+		    stat_of("populate.bytes") < 3 * 16 * MIB)
 			fail(msg);
 		if (stat_of("populate.samples") < 1)
 			fail("no block was read for its class");
@@ -130,6 +151,10 @@ int main(int argc, char **argv)
 			fail(msg);
 		if (stat_of("populate.samples") < 4)
 			fail("the sparse blocks were not read");
+	} else if (!strcmp(mode, "pressed")) {
+		blocks(32 * MIB, 4, PAGE, 0, r);
+		if (stat_of("populate.blocks") || !stat_of("populate.pressed") || r[3] > 128)
+			fail("populated near the memory cgroup's limit");
 	} else if (!strcmp(mode, "off")) {
 		blocks(32 * MIB, 4, PAGE, 0, r);
 		if (stat_of("populate.blocks") || r[3] > 128)
@@ -138,35 +163,90 @@ int main(int argc, char **argv)
 		blocks(32 * MIB, 1, PAGE, 0, r);
 		snprintf(msg, sizeof msg, "first block's residency %u/1024, populate.blocks %llu", r[0],
 			 (unsigned long long)stat_of("populate.blocks"));
-		if (r[0] < 768 || stat_of("populate.blocks") != 1)
+		if (r[0] < 512 || stat_of("populate.blocks") != 1)
 			fail(msg);
 	} else if (!strcmp(mode, "helpers")) {
+		/* Up to 4 blocks, until a helper took steps of one (it runs
+		 * only when the other core is idle). */
+		size_t n = 256 * MIB;
+		for (int i = 0; i < 4 && !stat_of("helpers.populated_bytes"); i++) {
+			unsigned char *p = calloc(1, n);
+			if (!p)
+				fail("calloc failed");
+			/* The caller may leave the rest to the helper, ahead of
+			 * the program: in memory a little later, untouched. */
+			unsigned in = resident(p, n);
+			sleep_ms(100);
+			unsigned later = resident(p, n);
+			snprintf(msg, sizeof msg, "residency %u/1024 after calloc, %u/1024 100 ms on", in, later);
+			if (later < 512 && !stat_of("helpers.preempted") && !stat_of("helpers.late"))
+				fail(msg); /* unless the helper left: its core was busy */
+			all_zero(p, n, PAGE);
+			free(p);
+			malloc_trim(0);
+		}
+		snprintf(msg, sizeof msg, "helpers %llu, started %llu, their bytes %llu",
+			 (unsigned long long)stat_of("helpers.helpers"), (unsigned long long)stat_of("helpers.starts"),
+			 (unsigned long long)stat_of("helpers.populated_bytes"));
+		if (stat_of("helpers.helpers") != 1 || stat_of("helpers.starts") < 1 ||
+		    !stat_of("helpers.populated_bytes"))
+			fail(msg);
+	} else if (!strcmp(mode, "nohelpers")) {
 		size_t n = 256 * MIB;
 		unsigned char *p = calloc(1, n);
 		if (!p)
 			fail("calloc failed");
-		unsigned in = resident(p, n);
-		all_zero(p, n, PAGE);
-		snprintf(msg, sizeof msg, "residency %u/1024, helper starts %llu", in,
-			 (unsigned long long)stat_of("populate.helper_starts"));
-		if (in < 768 || stat_of("populate.helper_starts") < 1 || stat_of("populate.threads") != 2)
-			fail(msg);
+		memset(p, 1, n);
+		if (stat_of("helpers.helpers") || stat_of("helpers.starts") || !stat_of("populate.bytes"))
+			fail("a helper with HUGEZERO_THREADS=1, or nothing populated");
 		free(p);
+	} else if (!strcmp(mode, "fill")) {
+		/* memset of 192 MiB (not a multiple of a step, not aligned to
+		 * one) split over the helpers: every byte set, the bytes around
+		 * it untouched, whatever the value; until a helper took part. */
+		size_t n = 192 * MIB + 12345, pad = 4096 + 77;
+		unsigned char *b = malloc(n + 2 * pad);
+		if (!b)
+			fail("malloc failed");
+		for (int i = 0; i < 6 && !stat_of("helpers.filled_bytes"); i++) {
+			int c = 0x5a + i;
+			memset(b, 0xee, pad);
+			memset(b + pad + n, 0xee, pad);
+			memset(b + pad, c, n);
+			for (size_t k = 0; k < n; k += 4093)
+				if (b[pad + k] != c)
+					fail("a byte not set by a split memset");
+			if (b[pad + n - 1] != c || b[pad] != c)
+				fail("the ends not set by a split memset");
+			for (size_t k = 0; k < pad; k++)
+				if (b[k] != 0xee || b[pad + n + k] != 0xee)
+					fail("a byte outside a split memset changed");
+		}
+		snprintf(msg, sizeof msg, "fills %llu, their bytes %llu", (unsigned long long)stat_of("helpers.fills"),
+			 (unsigned long long)stat_of("helpers.filled_bytes"));
+		if (!stat_of("helpers.fills") || !stat_of("helpers.filled_bytes"))
+			fail(msg);
+		free(b);
 	} else if (!strcmp(mode, "freed")) {
 		/* No zeroer (HUGEZERO_BACKGROUND=0): its clear of the freed
-		 * block would fault pages in of its own. */
+		 * block would fault pages in of its own. What was populated,
+		 * read once free returned, must not grow: a helper's step
+		 * still in flight is waited for by the free. */
 		size_t n = 256 * MIB;
 		for (int i = 0; i < 8; i++) {
 			unsigned char *p = calloc(1, n);
 			if (!p)
 				fail("calloc failed");
 			free(p); /* as the helpers may still be stepping through it */
+			uint64_t bytes = stat_of("populate.bytes");
 			unsigned before = resident(p, n);
 			sleep_ms(30);
 			unsigned after = resident(p, n);
-			if (after > before + 1) {
-				snprintf(msg, sizeof msg, "block %d: %u/1024 in memory at free, %u/1024 30 ms after", i,
-					 before, after);
+			if (after > before + 1 || stat_of("populate.bytes") != bytes) {
+				snprintf(msg, sizeof msg,
+					 "block %d: %u/1024 in memory at free, %u/1024 30 ms after; populated %llu, then %llu",
+					 i, before, after, (unsigned long long)bytes,
+					 (unsigned long long)stat_of("populate.bytes"));
 				fail(msg);
 			}
 			malloc_trim(0); /* the next block fresh again */
@@ -174,9 +254,9 @@ int main(int argc, char **argv)
 		if (stat_of("populate.blocks") < 8)
 			fail("not every block was populated");
 	} else if (!strcmp(mode, "glibc")) {
-		blocks(32 * MIB, 6, PAGE, 0, r);
+		blocks(32 * MIB, argc > 2 ? atoi(argv[2]) : 6, PAGE, 0, r);
 	} else {
-		fail("usage: populate learn|kept|sparse|off|on|helpers|freed|glibc");
+		fail("usage: populate learn|kept|sparse|pressed|off|on|helpers|nohelpers|fill|freed|glibc [BLOCKS]");
 	}
 	return 0;
 }

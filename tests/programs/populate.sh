@@ -11,6 +11,8 @@ lib=$1 prog=$2
 . "$(dirname "$0")/../util/common.sh"
 
 if out=$("$prog" glibc 2>&1); then ok "glibc: the pattern runs, every calloc zero"; else bad "glibc: $out"; fi
+"$prog" on >/dev/null 2>&1
+[ $? = 77 ] && { echo "skip: the kernel cannot populate (MADV_POPULATE_WRITE, Linux 5.14)"; exit 77; }
 # No reserve: the zeroer's population of free pages would be read as ours.
 for fresh in small huge; do
 	preloaded "$fresh pages: learnt from freed dense blocks, populated before the touch" \
@@ -24,6 +26,39 @@ done
 preloaded "HUGEZERO_POPULATE=0: none populated" env HUGEZERO_POPULATE=0 HUGEZERO_RESERVE=0 "$prog" off
 preloaded "HUGEZERO_POPULATE=1: the first block populated" env HUGEZERO_POPULATE=1 HUGEZERO_RESERVE=0 "$prog" on
 preloaded "256 MiB over a helper (HUGEZERO_THREADS=2)" env HUGEZERO_POPULATE=1 HUGEZERO_THREADS=2 "$prog" helpers
+preloaded "memset of 192 MiB split over a helper: every byte, nothing around it" \
+	env HUGEZERO_THREADS=2 "$prog" fill
+preloaded "HUGEZERO_THREADS=1: no helper" env HUGEZERO_THREADS=1 HUGEZERO_POPULATE=1 "$prog" nohelpers
 preloaded "no page populated after the free" \
 	env HUGEZERO_POPULATE=1 HUGEZERO_THREADS=2 HUGEZERO_BACKGROUND=0 "$prog" freed
+
+# A memory cgroup of 40 MiB (root, cgroup v1's memory controller): a 32
+# MiB block fits, but within a quarter of the limit: not populated. glibc
+# runs the same blocks there.
+cur=$(awk -F: '$2 == "memory" {print $3}' /proc/self/cgroup 2>/dev/null)
+cg=/sys/fs/cgroup/memory${cur%/}/hz_populate_$$
+if [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ] && mkdir "$cg" 2>/dev/null; then
+	echo $((40 << 20)) >"$cg/memory.limit_in_bytes"
+	in_group() { sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$@"; }
+	if out=$(in_group "$prog" glibc 4 2>&1); then ok "cgroup: glibc runs the blocks"; else bad "cgroup, glibc: $out"; fi
+	preloaded "cgroup near its limit: no block populated" in_group env HUGEZERO_RESERVE=0 "$prog" pressed
+	rmdir "$cg"
+else
+	echo "skip: memory cgroup (needs root and cgroup v1's memory controller)"
+fi
+
+# The system's THP set to never (root; the setting restored at exit; the
+# test runs alone): every fresh page small, populated all the same.
+thp=/sys/kernel/mm/transparent_hugepage/enabled
+if [ "$(id -u)" = 0 ] && [ -w $thp ]; then
+	was=$(sed 's/.*\[\(.*\)\].*/\1/' $thp)
+	trap 'echo "$was" >'$thp'; rm -rf "$work"' EXIT
+	if echo never >$thp 2>/dev/null; then
+		preloaded "THP never: learnt from freed dense blocks, populated" env HUGEZERO_RESERVE=0 "$prog" learn
+		preloaded "THP never: sparse blocks never populated" env HUGEZERO_RESERVE=0 "$prog" sparse
+	fi
+	echo "$was" >$thp
+else
+	echo "skip: THP never (needs root and $thp)"
+fi
 finish

@@ -1,0 +1,372 @@
+/* Helper threads on idle cores (helpers.c): one large extent's work, a
+ * population or a fill, cut into 2 MiB steps claimed from a shared
+ * counter by the calling thread and by helpers at SCHED_IDLE. Offered
+ * only while a core is idle; a helper that wakes late, or is preempted in
+ * a step, takes no more. The caller never waits for a helper that has not
+ * started. */
+#define _GNU_SOURCE /* pthread_cond_clockwait (glibc 2.30) */
+#include <errno.h>
+#include <pthread.h>
+#include <time.h>
+
+#include "../obs/obs.h"
+#include "../os/os.h"
+#include "allocator.h"
+
+static unsigned threads = 1; /* the caller and threads - 1 helpers */
+static unsigned cpus = 1;    /* the CPU set's size */
+static struct hz_helpers_stats n;
+
+static void add(uint64_t *v, uint64_t k)
+{
+	__atomic_fetch_add(v, k, __ATOMIC_RELAXED);
+}
+
+/* ---- a job's steps ---- */
+
+/* A helper whose step took this much longer than its CPU time was
+ * preempted (a step is 0.1-0.3 ms of work; a SCHED_IDLE thread that a
+ * busy core preempts waits for whole time slices). */
+#define PREEMPTED_NS ((uint64_t)1000000u)
+
+void hz_job_init(struct hz_job *j, int kind, void *p, size_t size)
+{
+	*j = (struct hz_job){0};
+	j->kind = kind;
+	j->p = p;
+	j->size = size;
+	j->first = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
+	j->steps = (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - j->first) / HZ_JOB_STEP;
+}
+
+void hz_job_step_range(const struct hz_job *j, size_t s, unsigned char **lo, unsigned char **hi)
+{
+	uintptr_t a = j->first + s * HZ_JOB_STEP, b = a + HZ_JOB_STEP, p = (uintptr_t)j->p, e = p + j->size;
+	*lo = (unsigned char *)(a > p ? a : p);
+	*hi = (unsigned char *)(b < e ? b : e);
+}
+
+int hz_job_left_alone(const struct hz_job *j, size_t s)
+{
+	return (j->skip_every && s % j->skip_every == j->skip_at) || (s >= j->skip_lo && s < j->skip_hi);
+}
+
+size_t hz_job_steps(struct hz_job *j, int helper, size_t early)
+{
+	size_t done = 0;
+	for (;;) {
+		if (__atomic_load_n(&j->cancelled, __ATOMIC_SEQ_CST))
+			break;
+		if (early && __atomic_load_n(&j->next, __ATOMIC_RELAXED) >= early &&
+		    __atomic_load_n(&j->helped, __ATOMIC_RELAXED)) {
+			j->early = 1; /* the rest is the helpers' */
+			break;
+		}
+		size_t s = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		if (s >= j->steps)
+			break;
+		if (hz_job_left_alone(j, s))
+			continue;
+		if (helper)
+			__atomic_store_n(&j->helped, 1, __ATOMIC_RELAXED);
+		unsigned char *lo, *hi;
+		hz_job_step_range(j, s, &lo, &hi);
+		uint64_t t0 = helper ? hz_os_now_ns() : 0, c0 = helper ? hz_os_thread_cpu_ns() : 0;
+		if (j->kind == HZ_JOB_FILL) {
+			hz_fill(j->kernel, lo, j->c, (size_t)(hi - lo));
+		} else {
+			int e = hz_os_populate(lo, (size_t)(hi - lo));
+			if (e) { /* out of memory, or no such advice: the program faults */
+				__atomic_store_n(&j->failed, e, __ATOMIC_RELAXED);
+				break;
+			}
+		}
+		done += (size_t)(hi - lo);
+		/* A helper preempted in its step (its core is no longer idle)
+		 * takes no more: a starved SCHED_IDLE thread in the kernel's
+		 * population holds the process's memory map lock, and its fill
+		 * is waited for. */
+		if (helper && hz_os_now_ns() - t0 > hz_os_thread_cpu_ns() - c0 + PREEMPTED_NS) {
+			add(&n.preempted, 1);
+			break;
+		}
+	}
+	__atomic_fetch_add(&j->done, done, __ATOMIC_RELAXED);
+	if (helper) {
+		__atomic_fetch_add(&j->helper_done, done, __ATOMIC_RELAXED);
+		add(j->kind == HZ_JOB_FILL ? &n.filled : &n.populated, done);
+	}
+	return done;
+}
+
+/* ---- the helpers ---- */
+
+#define HELPERS_MAX 16
+/* A helper ends after this long with no job offered. */
+#define LINGER_NS ((uint64_t)1000000000u)
+/* A forked child starts helpers only once it has lived this long (a child
+ * that maps a block and exits has no use for them). */
+#define CHILD_WAIT_NS ((uint64_t)1000000000u)
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* a job offered, or the end */
+	struct hz_job *job;  /* the job on offer, or NULL */
+	uint64_t offered_at; /* hz_os_now_ns of its offer */
+	uint64_t seq;        /* offers made: a helper takes each once */
+	unsigned running;    /* helpers started and not ended */
+	int tid[HELPERS_MAX];
+	int raised[HELPERS_MAX]; /* raised to normal priority for a wait */
+	int allowed, stop;   /* from the constructor; until exit */
+	uint64_t child_at;   /* in a forked child: when it was forked */
+	uint64_t gen;        /* bumped by fork_child: a helper of an older one ends */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, {0}, {0}, 0, 0, 0, 0};
+
+/* A helper that wakes this long after the offer found no idle core: it
+ * takes no step of that job. */
+#define LATE_NS ((uint64_t)1000000u)
+
+/* The job on offer leaves the offer (pool lock held): a helper found it
+ * done, or its caller withdrew it. */
+static void unoffer(struct hz_job *j)
+{
+	if (pool.job == j)
+		pool.job = NULL;
+}
+
+static void *helper_main(void *arg)
+{
+	uint64_t gen = (uint64_t)(uintptr_t)arg, seen;
+	int slot = -1;
+	if (hz_os_sched_background() != HZ_SCHED_IDLE)
+		add(&n.sched_fallbacks, 1);
+	pthread_mutex_lock(&pool.lock);
+	for (int i = 0; i < HELPERS_MAX && slot < 0; i++)
+		if (!pool.tid[i])
+			pool.tid[slot = i] = hz_os_thread_id();
+	seen = pool.seq - (pool.job != NULL); /* the job it was started for */
+	uint64_t idle_since = hz_os_now_ns();
+	while (pool.gen == gen && !pool.stop) {
+		if (pool.job && pool.seq != seen && hz_os_now_ns() - pool.offered_at > LATE_NS) {
+			seen = pool.seq;
+			add(&n.late, 1);
+			continue;
+		}
+		if (pool.job && pool.seq != seen) {
+			struct hz_job *j = pool.job;
+			seen = pool.seq;
+			/* Counted in flight under the lock, which the job leaves
+			 * the offer under: whoever ends the job waits for this. */
+			__atomic_fetch_add(&j->inflight, 1, __ATOMIC_SEQ_CST);
+			pthread_mutex_unlock(&pool.lock);
+			hz_job_steps(j, 1, 0);
+			pthread_mutex_lock(&pool.lock);
+			unoffer(j); /* no step left, or ended */
+			__atomic_fetch_sub(&j->inflight, 1, __ATOMIC_SEQ_CST);
+			if (slot >= 0 && pool.raised[slot]) { /* idle again */
+				pool.raised[slot] = 0;
+				hz_os_sched_background();
+			}
+			idle_since = hz_os_now_ns();
+			continue;
+		}
+		if (hz_os_now_ns() - idle_since >= LINGER_NS)
+			break;
+		uint64_t at = hz_os_now_ns() + LINGER_NS;
+		struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+		pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
+	}
+	if (pool.gen == gen) {
+		pool.running--;
+		if (slot >= 0)
+			pool.tid[slot] = pool.raised[slot] = 0;
+		pthread_cond_broadcast(&pool.wake);
+	}
+	pthread_mutex_unlock(&pool.lock);
+	return NULL;
+}
+
+/* Whether a core is idle now: fewer threads run or wait to run in the
+ * whole system than the CPU set has CPUs (the caller is one of them).
+ * Where that cannot be read, none is. */
+static int idle_core(void)
+{
+	unsigned r;
+	if (hz_os_runnable(&r) || r >= cpus) {
+		add(&n.busy, 1);
+		return 0;
+	}
+	return 1;
+}
+
+int hz_helpers_offer(struct hz_job *j)
+{
+	if (threads < 2 || !idle_core())
+		return 0;
+	/* Never waits for the lock: memset may be called anywhere. */
+	if (pthread_mutex_trylock(&pool.lock))
+		return 0;
+	if (pool.job || !pool.allowed || pool.stop ||
+	    (pool.child_at && hz_os_now_ns() - pool.child_at < CHILD_WAIT_NS)) {
+		pthread_mutex_unlock(&pool.lock);
+		return 0;
+	}
+	pool.job = j;
+	pool.offered_at = hz_os_now_ns();
+	pool.seq++;
+	unsigned want = threads - 1 < HELPERS_MAX ? threads - 1 : HELPERS_MAX, start = 0;
+	if (pool.running < want) {
+		start = want - pool.running;
+		pool.running = want;
+	}
+	uint64_t gen = pool.gen;
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+	for (unsigned i = 0; i < start; i++) {
+		if (hz_os_thread_start(helper_main, (void *)(uintptr_t)gen)) {
+			add(&n.start_failures, 1);
+			pthread_mutex_lock(&pool.lock);
+			if (pool.gen == gen)
+				pool.running--;
+			pthread_mutex_unlock(&pool.lock);
+		} else {
+			add(&n.starts, 1);
+		}
+	}
+	return 1;
+}
+
+void hz_helpers_withdraw(struct hz_job *j)
+{
+	pthread_mutex_lock(&pool.lock);
+	unoffer(j);
+	pthread_mutex_unlock(&pool.lock);
+}
+
+/* The helpers raised to normal priority, where that is permitted (root,
+ * or an RLIMIT_NICE of 20): one is in a step that a thread waits for.
+ * Each goes back to SCHED_IDLE once its step is done. 1 when any was. */
+static int raise_all(void)
+{
+	int any = 0;
+	pthread_mutex_lock(&pool.lock);
+	for (int i = 0; i < HELPERS_MAX; i++)
+		if (pool.tid[i] && !pool.raised[i] && !hz_os_sched_normal(pool.tid[i]))
+			any = pool.raised[i] = 1;
+	pthread_mutex_unlock(&pool.lock);
+	return any;
+}
+
+void hz_job_wait(struct hz_job *j)
+{
+	for (unsigned spins = 0; __atomic_load_n(&j->inflight, __ATOMIC_SEQ_CST); spins++) {
+		if (spins == 64) {
+			raise_all();
+			add(&n.raised_waits, 1);
+		}
+		hz_os_sleep_us(spins < 64 ? 0 : 20);
+	}
+}
+
+void hz_job_cancel(struct hz_job *j)
+{
+	__atomic_store_n(&j->cancelled, 1, __ATOMIC_SEQ_CST);
+	hz_job_wait(j);
+}
+
+/* ---- a fill split over the helpers ---- */
+
+int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel)
+{
+	if (threads < 2 || size < HZ_HELPERS_MIN)
+		return 0;
+	struct hz_job j;
+	hz_job_init(&j, HZ_JOB_FILL, p, size);
+	j.c = c;
+	j.kernel = kernel;
+	j.inflight = 1; /* this thread's */
+	if (!hz_helpers_offer(&j))
+		return 0;
+	hz_job_steps(&j, 0, 0);
+	hz_helpers_withdraw(&j);
+	__atomic_fetch_sub(&j.inflight, 1, __ATOMIC_SEQ_CST);
+	/* Every byte is written before this returns: a helper's step in
+	 * flight is waited for (it started on an idle core). */
+	hz_job_wait(&j);
+	add(&n.fills, 1);
+	return 1;
+}
+
+/* ---- life ---- */
+
+void hz_helpers_setup(unsigned nthreads)
+{
+	cpus = hz_os_cpus();
+	threads = nthreads ? nthreads : cpus;
+}
+
+void hz_helpers_allow(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.allowed = 1;
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void hz_helpers_exit(void)
+{
+	pthread_mutex_lock(&pool.lock);
+	pool.stop = 1;
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+	/* The helpers end (one in a step ends it first) before the process
+	 * tears its memory down: raised, as the zeroer is, so that a starved
+	 * one does not hold the teardown for seconds; waited for, boundedly
+	 * (briefly when they could not be raised: exit never waits for a
+	 * starved one). */
+	uint64_t end = hz_os_now_ns() + (raise_all() ? 200 : 20) * 1000000u;
+	pthread_mutex_lock(&pool.lock);
+	while (pool.running && hz_os_now_ns() < end) {
+		struct timespec ts = {(time_t)(end / 1000000000u), (long)(end % 1000000000u)};
+		pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
+	}
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void hz_helpers_fork_prepare(void)
+{
+	pthread_mutex_lock(&pool.lock);
+}
+
+void hz_helpers_fork_parent(void)
+{
+	pthread_mutex_unlock(&pool.lock);
+}
+
+void hz_helpers_fork_child(void)
+{
+	/* No helper runs in the child; its counters start from zero. */
+	pool.gen++;
+	pool.job = NULL;
+	pool.running = 0;
+	pool.child_at = hz_os_now_ns();
+	for (int i = 0; i < HELPERS_MAX; i++)
+		pool.tid[i] = pool.raised[i] = 0;
+	n = (struct hz_helpers_stats){0};
+	pthread_mutex_unlock(&pool.lock);
+	pthread_cond_init(&pool.wake, NULL);
+}
+
+void hz_helpers_stats(struct hz_helpers_stats *out)
+{
+	out->populated = __atomic_load_n(&n.populated, __ATOMIC_RELAXED);
+	out->filled = __atomic_load_n(&n.filled, __ATOMIC_RELAXED);
+	out->fills = __atomic_load_n(&n.fills, __ATOMIC_RELAXED);
+	out->starts = __atomic_load_n(&n.starts, __ATOMIC_RELAXED);
+	out->start_failures = __atomic_load_n(&n.start_failures, __ATOMIC_RELAXED);
+	out->sched_fallbacks = __atomic_load_n(&n.sched_fallbacks, __ATOMIC_RELAXED);
+	out->raised_waits = __atomic_load_n(&n.raised_waits, __ATOMIC_RELAXED);
+	out->busy = __atomic_load_n(&n.busy, __ATOMIC_RELAXED);
+	out->late = __atomic_load_n(&n.late, __ATOMIC_RELAXED);
+	out->preempted = __atomic_load_n(&n.preempted, __ATOMIC_RELAXED);
+	out->threads = threads;
+	out->helpers = threads - 1 < HELPERS_MAX ? threads - 1 : HELPERS_MAX;
+}
