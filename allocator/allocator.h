@@ -726,14 +726,14 @@ size_t hz_budget_trim(struct hz_arena *a);
  * partial) claimed from a shared counter by the calling thread and by up
  * to 16 helpers at SCHED_IDLE, which only idle cores run. Offered only
  * while a core is idle (fewer threads runnable system-wide than CPUs in
- * the set); a helper that wakes 1 ms after the offer takes no step, one
- * preempted in a step takes no more. A helper that has not started takes
- * no step and is never waited for; one in a step is waited for by
- * whoever ends the job (raised to normal priority after a while, where
- * that is permitted). Helpers start at the first job
- * offered, after the constructor, never in a forked child's first
- * second; they end after 1 s without a job, and at exit.
- * HUGEZERO_THREADS. */
+ * the set; never without /proc); a helper that wakes 1 ms after the
+ * offer takes no step, one preempted in a step takes no more. Whoever
+ * waits for a job waits only for the steps in flight (raising the helpers
+ * to normal priority after a while, where that is permitted), never for a
+ * helper that has not started one. Helpers start at an allocation's offer
+ * (never at memset's: it may run in a signal handler), after the
+ * constructor, never in a forked child's first second; they end after
+ * 10 s without a job, and at exit. HUGEZERO_THREADS. */
 
 #define HZ_JOB_STEP HZ_HUGE_SIZE
 /* Extents from this size are worth the helpers. */
@@ -751,12 +751,14 @@ struct hz_job {
 	int c;                  /* a fill's byte, and kernel */
 	unsigned kernel;
 	size_t next;            /* the next step to claim */
-	int inflight;           /* threads that may still step through it */
+	int in_step;            /* threads in a step (or about to claim one) */
+	int holders;            /* helpers that took the job off the offer and still hold it */
 	int cancelled;          /* no step from now on */
-	int helped, early, failed; /* a helper took a step; the caller left early; a population's errno */
+	int early, failed;      /* the caller left the rest to a helper; a population's errno */
 	size_t done, helper_done; /* bytes */
 };
-/* j: kind's work on [p, p + size), nothing claimed, nothing in flight. */
+/* j: kind's work on [p, p + size), nothing claimed; only a job no helper
+ * holds (holders 0, off the offer). */
 void hz_job_init(struct hz_job *j, int kind, void *p, size_t size);
 /* Step s of j, [*lo, *hi). */
 void hz_job_step_range(const struct hz_job *j, size_t s, unsigned char **lo, unsigned char **hi);
@@ -764,23 +766,31 @@ void hz_job_step_range(const struct hz_job *j, size_t s, unsigned char **lo, uns
 int hz_job_left_alone(const struct hz_job *j, size_t s);
 /* The calling thread's steps, claimed one at a time until none is left,
  * j is cancelled or a population fails; with early set, until early steps
- * were claimed and a helper took one (j->early then set: the rest is the
- * helpers'). The bytes done. The caller is counted in j->inflight. */
+ * were claimed and a helper holds j (j->early then set: the rest is the
+ * helpers'). The bytes done. */
 size_t hz_job_steps(struct hz_job *j, int helper, size_t early);
 /* Offers j to the helpers, starting the missing ones (never waiting for
- * the pool's lock): 1, or 0 when another job is on offer or no helper may
- * run. A helper that finds no step left takes j off the offer. */
+ * the pool's lock): 1, or 0 when another job is on offer, no core is idle
+ * or no helper may run. A helper that leaves j takes it off the offer. */
 int hz_helpers_offer(struct hz_job *j);
 /* Takes j off the offer: no helper takes it from now on. */
 void hz_helpers_withdraw(struct hz_job *j);
-/* Waits until no thread steps through j (its offer withdrawn). */
+/* Starts the missing helpers, with no job (a large block was allocated:
+ * its memsets may find them). Never waits for the pool's lock. */
+void hz_helpers_start(void);
+/* Waits until no thread is in a step of j. */
 void hz_job_wait(struct hz_job *j);
 /* No step of j from now on; the steps in flight waited for. */
 void hz_job_cancel(struct hz_job *j);
 /* memset(p, c, size) with kernel, split over the calling thread and the
  * helpers, every byte written before it returns: 1, or 0 (nothing
- * written) below HZ_HELPERS_MIN or when no helper may take part. */
-int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel);
+ * written) below HZ_HELPERS_MIN or when no helper may take part. Helpers
+ * are started only with may_start set: never from memset, which may run
+ * in a signal handler that interrupted malloc (which pthread_create
+ * calls). Only on memory of the arenas: a fault in a helper's step (a
+ * file mapping past its end, a protected page) would not reach the
+ * program's handler. */
+int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start);
 /* nthreads: the caller and its helpers, 0 for the CPU set's size (1: no
  * helper). At setup. */
 void hz_helpers_setup(unsigned nthreads);

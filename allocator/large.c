@@ -99,6 +99,8 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 	}
 	if (got.fresh)
 		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, populate, zero);
+	if (size >= HZ_HELPERS_MIN) /* its clears may share the work */
+		hz_helpers_start();
 	if (hz_zeroer_enabled)
 		hz_zeroer_kick(zero || probe, got.refill || probe); /* the reserve to refill, a probe */
 	return p;

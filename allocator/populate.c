@@ -85,6 +85,7 @@ struct track {
 	uint64_t due;      /* when a large allocation reads it, hz_os_now_ns */
 	unsigned cls;
 	int kind;
+	int populating;    /* its allocation is populating it still */
 	int busy;          /* a thread takes, reads or ends the slot */
 };
 #define SLOTS 32
@@ -96,20 +97,22 @@ static unsigned char *block_of(struct track *t)
 	return __atomic_load_n(&t->job.p, __ATOMIC_ACQUIRE);
 }
 
-/* A free slot for p, taken (its caller counted in flight when it will
- * populate); NULL when every slot is in use. */
+/* A free slot for p, taken (marked populating when it will be); NULL
+ * when every slot is in use. */
 static struct track *slot_take(void *p, size_t size, int kind)
 {
 	for (int i = 0; i < SLOTS; i++) {
 		struct track *t = &slots[i];
-		if (block_of(t) || __atomic_exchange_n(&t->busy, 1, __ATOMIC_ACQUIRE))
+		if (block_of(t) || __atomic_load_n(&t->job.holders, __ATOMIC_SEQ_CST) ||
+		    __atomic_exchange_n(&t->busy, 1, __ATOMIC_ACQUIRE))
 			continue;
-		if (t->job.p) { /* taken meanwhile */
+		/* Free and held, and no helper holds its last job (a slot is
+		 * freed off the offer; a helper starved since it took it
+		 * keeps the slot until it lets go). */
+		if (t->job.p || __atomic_load_n(&t->job.holders, __ATOMIC_SEQ_CST)) {
 			__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
 			continue;
 		}
-		/* Free and held: nothing steps through it (a slot is freed
-		 * only once nothing is in flight, and off the offer). */
 		hz_job_init(&t->job, HZ_JOB_POPULATE, NULL, size);
 		t->job.first = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
 		t->job.steps = (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - t->job.first) / HZ_JOB_STEP;
@@ -122,7 +125,7 @@ static struct track *slot_take(void *p, size_t size, int kind)
 		t->due = hz_os_now_ns() + READ_NS + size * 1000000000u / READ_BYTES_PER_S;
 		t->cls = class_of(size);
 		t->kind = kind;
-		__atomic_store_n(&t->job.inflight, kind != READ_ALL, __ATOMIC_SEQ_CST);
+		__atomic_store_n(&t->populating, kind != READ_ALL, __ATOMIC_SEQ_CST);
 		__atomic_store_n(&t->job.p, (unsigned char *)p, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&tracked, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
@@ -153,7 +156,7 @@ static size_t resident_in(const struct track *t, int sentinels, size_t *pages)
 }
 
 /* Reads t's touched share into its class and frees the slot (t->busy
- * held by the caller, nothing in flight). */
+ * held by the caller, its job off the offer, no step in flight). */
 static void read_and_end(struct track *t)
 {
 	size_t pages, in, populated = __atomic_load_n(&t->job.done, __ATOMIC_RELAXED);
@@ -176,22 +179,33 @@ static void read_and_end(struct track *t)
 	__atomic_fetch_sub(&tracked, 1, __ATOMIC_RELAXED);
 }
 
-/* Reads one block that is due and that no thread populates (a large
- * allocation of another thread may be reading: then none). Never waits. */
+/* Whether t's population is over: its allocation done, every step
+ * claimed, none in flight. */
+static int settled(struct track *t)
+{
+	return !__atomic_load_n(&t->populating, __ATOMIC_SEQ_CST) &&
+	       __atomic_load_n(&t->job.next, __ATOMIC_SEQ_CST) >= t->job.steps &&
+	       !__atomic_load_n(&t->job.in_step, __ATOMIC_SEQ_CST);
+}
+
+/* Reads one block that is due and whose population is over (a large
+ * allocation of another thread may be reading: then none). Waits for no
+ * helper. */
 static void read_due(void)
 {
 	uint64_t now = hz_os_now_ns();
 	for (int i = 0; i < SLOTS; i++) {
 		struct track *t = &slots[i];
-		if (!block_of(t) || (int64_t)(now - t->due) < 0 || __atomic_load_n(&t->job.inflight, __ATOMIC_SEQ_CST) ||
+		if (!block_of(t) || (int64_t)(now - t->due) < 0 || !settled(t) ||
 		    __atomic_exchange_n(&t->busy, 1, __ATOMIC_ACQUIRE))
 			continue;
-		/* Held: still there, due and idle (a free may have ended it)?
-		 * Once nothing is in flight nothing comes back: the block is
-		 * off the helpers' offer before its last step ends. */
-		int read = t->job.p && (int64_t)(now - t->due) >= 0 && !__atomic_load_n(&t->job.inflight, __ATOMIC_SEQ_CST);
-		if (read)
+		/* Held: still there, due and settled (a free may have ended
+		 * it)? A helper that takes it later finds no step. */
+		int read = t->job.p && (int64_t)(now - t->due) >= 0 && settled(t);
+		if (read) {
+			hz_helpers_withdraw(&t->job);
 			read_and_end(t);
+		}
 		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
 		if (read)
 			return;
@@ -211,10 +225,12 @@ void hz_populate_freed(const void *p)
 			hz_os_yield();
 		if (t->job.p == p) {
 			/* Off the offer (a helper would take it no more), then
-			 * the step in flight waited for. */
+			 * the steps in flight waited for, never left half way. */
+			int cancel = hz_os_cancel_off();
 			hz_helpers_withdraw(&t->job);
 			hz_job_cancel(&t->job);
 			read_and_end(t);
+			hz_os_cancel_restore(cancel);
 		}
 		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
 		return;
@@ -328,7 +344,7 @@ void hz_populate_block(void *p, size_t size, size_t fresh, int wanted, int zero)
 	add(&n.bytes, done); /* the helpers' are counted by them */
 	add(&n.early, j->early);
 	add(&n.blocks, done || j->early);
-	__atomic_fetch_sub(&j->inflight, 1, __ATOMIC_SEQ_CST); /* this thread's */
+	__atomic_store_n(&t->populating, 0, __ATOMIC_SEQ_CST);
 }
 
 void hz_populate_setup(int m)
@@ -342,7 +358,8 @@ void hz_populate_fork_child(void)
 	 * parent's); the counters start from zero; the classes stand. */
 	for (int i = 0; i < SLOTS; i++) {
 		slots[i].job.p = NULL;
-		slots[i].busy = 0;
+		slots[i].job.holders = slots[i].job.in_step = 0;
+		slots[i].busy = slots[i].populating = 0;
 	}
 	tracked = 0;
 	n = (struct hz_populate_stats){0};

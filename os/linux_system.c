@@ -114,6 +114,18 @@ void hz_os_sleep_us(uint64_t us)
 	errno = saved;
 }
 
+int hz_os_cancel_off(void)
+{
+	int old = PTHREAD_CANCEL_ENABLE;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	return old;
+}
+
+void hz_os_cancel_restore(int old)
+{
+	pthread_setcancelstate(old, NULL);
+}
+
 int hz_os_runnable(unsigned *n)
 {
 	char buf[128];

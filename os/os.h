@@ -136,6 +136,11 @@ void hz_os_sleep_us(uint64_t us);
 /* The CPUs the calling thread may run on (sched_getaffinity); 1 when
  * that cannot be read. */
 unsigned hz_os_cpus(void);
+/* Thread cancellation off for the calling thread (a wait that must not
+ * be left half way), and back: hz_os_cancel_off returns the state that
+ * hz_os_cancel_restore puts back. */
+int hz_os_cancel_off(void);
+void hz_os_cancel_restore(int old);
 /* The threads of the whole system running or ready to run now, the
  * caller among them (/proc/loadavg's fourth field): 0 and *n, or an errno
  * (no /proc). */

@@ -29,14 +29,23 @@ HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
+/* Whether [p, p + n) lies in one huge block of the arenas: memory whose
+ * stores cannot fault in a way the program handles (no file behind it,
+ * never protected by the library), so helper threads may write it. */
+static int in_one_block(const void *p, size_t n)
+{
+	struct hz_owner o = hz_large_owner(p);
+	return o.huge && (uintptr_t)p + n <= (uintptr_t)o.huge->base + o.huge->mapped;
+}
+
 /* The program's large memset: the policy's kernel, counted; from
- * HZ_HELPERS_MIN split over the helpers on idle cores where they can take
- * part (helpers.c). */
+ * HZ_HELPERS_MIN, in a block of the arenas, split over the helpers on
+ * idle cores where they can take part (helpers.c). */
 static void *fill(void *p, int c, size_t n)
 {
-	if (n >= HZ_HELPERS_MIN) {
+	if (n >= HZ_HELPERS_MIN && in_one_block(p, n)) {
 		unsigned k = hz_policy_pick(&hz_policy, c, n);
-		if (hz_helpers_fill(p, c, n, k)) {
+		if (hz_helpers_fill(p, c, n, k, 0)) {
 			hz_count_kernel(k, n);
 			return p;
 		}

@@ -19,11 +19,12 @@ preloaded "the reserve: found in memory, within its limit, gone after the decay,
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
 # Small fresh pages, so that every touch is a fault (on huge ones, which
 # fresh memory's measurement may choose, a fault comes every 2 MiB and the
-# reserve rightly fills between them).
+# reserve rightly fills between them), and no population of the program's
+# blocks (populate.c), which would take their faults away.
 preloaded "the reserve waits while the program faults, and fills once it idles" \
-	env HUGEZERO_RESERVE=16M HUGEZERO_FRESH=small "$prog" faulting
+	env HUGEZERO_RESERVE=16M HUGEZERO_FRESH=small HUGEZERO_POPULATE=0 "$prog" faulting
 preloaded "the reserve stops when what it populated is released unused" \
-	env HUGEZERO_RESERVE=16M "$prog" unpaid
+	env HUGEZERO_RESERVE=16M HUGEZERO_POPULATE=0 "$prog" unpaid
 preloaded "no reserve to fill: the zeroer does not poll a faulting program" \
 	env HUGEZERO_RESERVE=0 "$prog" quiet
 preloaded "page faults not countable (getrusage refused): no population, no polling" \
