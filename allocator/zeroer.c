@@ -249,8 +249,12 @@ int hz_work_once(void)
 			pthread_mutex_lock(&a->lock);
 			int got = pass ? claim_fresh(a, reserve) : !pays(&a->cleared) ? -1 : claim_dirty(a);
 			if (got == 0 && pass && a->nchunks) {
-				/* The reserve wants room: a new chunk, mapped outside the lock. */
+				/* The reserve wants room: a new chunk, mapped outside the
+				 * lock, as fresh memory's measurement decides (its first
+				 * one too, when the program's blocks all come from the
+				 * reserve and the program maps nothing itself). */
 				pthread_mutex_unlock(&a->lock);
+				hz_fresh_probe_if_due(0);
 				if (hz_arena_grow(a))
 					continue;
 				pthread_mutex_lock(&a->lock);
