@@ -757,6 +757,12 @@ struct hz_job {
 	int early, failed;      /* the caller left the rest to a helper; a population's errno */
 	size_t done, helper_done; /* bytes */
 };
+/* The steps [p, p + size) spans: the huge pages it touches. */
+static inline size_t hz_job_span(const void *p, size_t size)
+{
+	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
+	return (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - a) / HZ_JOB_STEP;
+}
 /* j: kind's work on [p, p + size), nothing claimed; only a job no helper
  * holds (holders 0, off the offer). */
 void hz_job_init(struct hz_job *j, int kind, void *p, size_t size);

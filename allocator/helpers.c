@@ -36,7 +36,7 @@ void hz_job_init(struct hz_job *j, int kind, void *p, size_t size)
 	j->p = p;
 	j->size = size;
 	j->first = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
-	j->steps = (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - j->first) / HZ_JOB_STEP;
+	j->steps = hz_job_span(p, size);
 	j->skip_every = j->skip_at = j->skip_lo = j->skip_hi = 0;
 	j->c = 0;
 	j->kernel = 0;

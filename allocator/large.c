@@ -86,7 +86,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		 * run.c, huge_cache.c). */
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
-	int populate = got.populate = hz_populate_wanted(hz_round_up(size, HZ_PAGE));
+	got.populate = hz_populate_wanted(hz_round_up(size, HZ_PAGE));
 	if (size && size <= HZ_RUN_MAX && !hz_huge_fitted)
 		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero, &got);
 	/* Larger blocks, and those no chunk could be mapped for (an
@@ -98,7 +98,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		return NULL;
 	}
 	if (got.fresh)
-		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, populate, zero);
+		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, got.populate, zero);
 	if (size >= HZ_HELPERS_MIN) /* its clears may share the work */
 		hz_helpers_start();
 	if (hz_zeroer_enabled)

@@ -113,9 +113,8 @@ static struct track *slot_take(void *p, size_t size, int kind)
 			__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
 			continue;
 		}
-		hz_job_init(&t->job, HZ_JOB_POPULATE, NULL, size);
-		t->job.first = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
-		t->job.steps = (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - t->job.first) / HZ_JOB_STEP;
+		/* Published with the slot held: every reader takes it. */
+		hz_job_init(&t->job, HZ_JOB_POPULATE, p, size);
 		if (kind == READ_SENTINELS) {
 			t->job.skip_every = SENTINEL_EVERY;
 			t->job.skip_at = SENTINEL_EVERY / 2;
@@ -126,7 +125,6 @@ static struct track *slot_take(void *p, size_t size, int kind)
 		t->cls = class_of(size);
 		t->kind = kind;
 		__atomic_store_n(&t->populating, kind != READ_ALL, __ATOMIC_SEQ_CST);
-		__atomic_store_n(&t->job.p, (unsigned char *)p, __ATOMIC_RELEASE);
 		__atomic_fetch_add(&tracked, 1, __ATOMIC_RELAXED);
 		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
 		return t;
@@ -302,9 +300,7 @@ void hz_populate_block(void *p, size_t size, size_t fresh, int wanted, int zero)
 	/* Sentinels where the steps are whole huge pages of the block's own
 	 * (a step populated beside a sentinel that shared its huge page would
 	 * fault the sentinel in). */
-	size_t steps = (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - ((uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1))) /
-		       HZ_JOB_STEP;
-	int sentinels = steps >= SENTINEL_EVERY && !((uintptr_t)p & (HZ_JOB_STEP - 1));
+	int sentinels = hz_job_span(p, size) >= SENTINEL_EVERY && !((uintptr_t)p & (HZ_JOB_STEP - 1));
 	struct class *k = &classes[class_of(size)];
 	uint8_t h = __atomic_fetch_add(&k->handed, 1, __ATOMIC_RELAXED);
 	if (m == HZ_POPULATE_AUTO && !sentinels && h % EXPLORE == EXPLORE - 1) {

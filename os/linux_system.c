@@ -88,11 +88,7 @@ uint64_t hz_os_realtime_ns(void)
 
 void hz_os_sleep_ms(uint64_t ms)
 {
-	int saved = errno;
-	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000};
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-	errno = saved;
+	hz_os_sleep_us(ms * 1000);
 }
 
 void hz_os_yield(void)
@@ -106,11 +102,8 @@ void hz_os_sleep_us(uint64_t us)
 {
 	int saved = errno;
 	struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
-	if (!us)
-		sched_yield();
-	else
-		while (nanosleep(&ts, &ts) && errno == EINTR)
-			;
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
 	errno = saved;
 }
 

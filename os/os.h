@@ -131,7 +131,7 @@ uint64_t hz_os_realtime_ns(void);
 void hz_os_sleep_ms(uint64_t ms);
 /* Lets another thread run (a short wait's turn). */
 void hz_os_yield(void);
-/* Sleeps us microseconds (0: yields). */
+/* Sleeps us microseconds, resumed across signals. */
 void hz_os_sleep_us(uint64_t us);
 /* The CPUs the calling thread may run on (sched_getaffinity); 1 when
  * that cannot be read. */

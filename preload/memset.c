@@ -34,8 +34,8 @@ extern void __chk_fail(void) __attribute__((noreturn));
  * never protected by the library), so helper threads may write it. */
 static int in_one_block(const void *p, size_t n)
 {
-	struct hz_owner o = hz_large_owner(p);
-	return o.huge && (uintptr_t)p + n <= (uintptr_t)o.huge->base + o.huge->mapped;
+	struct hz_owner o = hz_large_owner(p); /* p within the block when o.huge */
+	return o.huge && n <= (uintptr_t)o.huge->base + o.huge->mapped - (uintptr_t)p;
 }
 
 /* The program's large memset: the policy's kernel, counted; from
