@@ -94,12 +94,21 @@ size_t hz_job_steps(struct hz_job *j, int helper, size_t early)
 			hz_fill(j->kernel, lo, j->c, (size_t)(hi - lo));
 		else
 			e = hz_os_populate(lo, (size_t)(hi - lo));
+		/* Counted before the step ends: whoever waits for the steps in
+		 * flight reads the counts whole. */
+		if (!e) {
+			done += (size_t)(hi - lo);
+			__atomic_fetch_add(&j->done, (size_t)(hi - lo), __ATOMIC_RELAXED);
+			if (helper) {
+				__atomic_fetch_add(&j->helper_done, (size_t)(hi - lo), __ATOMIC_RELAXED);
+				add(j->kind == HZ_JOB_FILL ? &n.filled : &n.populated, (size_t)(hi - lo));
+			}
+		}
 		__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
 		if (e) { /* out of memory, or no such advice: the program faults */
 			__atomic_store_n(&j->failed, e, __ATOMIC_RELAXED);
 			break;
 		}
-		done += (size_t)(hi - lo);
 		/* A helper preempted in its step (its core is no longer idle)
 		 * takes no more: a starved SCHED_IDLE thread in the kernel's
 		 * population holds the process's memory map lock, and a fill's
@@ -108,11 +117,6 @@ size_t hz_job_steps(struct hz_job *j, int helper, size_t early)
 			add(&n.preempted, 1);
 			break;
 		}
-	}
-	__atomic_fetch_add(&j->done, done, __ATOMIC_RELAXED);
-	if (helper) {
-		__atomic_fetch_add(&j->helper_done, done, __ATOMIC_RELAXED);
-		add(j->kind == HZ_JOB_FILL ? &n.filled : &n.populated, done);
 	}
 	return done;
 }
