@@ -471,7 +471,8 @@ struct hz_huge {
 
 /* Every huge block mapped to its size in whole pages, and blocks of every
  * size served as huge blocks, none in chunks: where every mapping is
- * charged in full (overcommit mode 2). Set once at setup. */
+ * charged in full (overcommit mode 2) or counts against an address-space
+ * rlimit (RLIMIT_AS, RLIMIT_DATA). Set once at setup. */
 extern int hz_huge_fitted;
 
 /* Whether p lies in the huge block whose registry entry is e (its
@@ -1207,6 +1208,11 @@ extern struct hz_small_next hz_small_ctl;
 /* Small blocks from now on go to fns: 0, or -1 (nothing
  * changed) when one it requires is missing. At the allocator's start. */
 int hz_small_use_next(const struct hz_small_next *fns);
+/* Starts the embedded jemalloc (its constructor is dropped: see
+ * scripts/jemalloc-rename.sh), at the allocator's start where it serves
+ * the small blocks: set up before the program's threads can fork
+ * half-way through its start. */
+void hz_small_start(void);
 
 /* The embedded jemalloc's pthread_atfork (scripts/jemalloc-rename.sh
  * renames its call), in small_fork.c: its handlers are kept, and run by

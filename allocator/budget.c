@@ -8,8 +8,9 @@ size_t hz_budget_reserve_max;
 /* As configured, before a cgroup's limit bounds them. */
 static size_t dirty_max_cfg, reserve_cfg;
 
-/* Where every mapping is charged in full (overcommit mode 2), what the
- * arenas keep free at most. */
+/* Where every mapping is charged in full (overcommit mode 2, an
+ * address-space rlimit), what the arenas keep free at most; under an
+ * rlimit, at most an eighth of it too. */
 #define FITTED_DIRTY_MAX ((size_t)16 << 20)
 
 void hz_budget_setup(size_t dirty_max, uint64_t decay_ms, size_t reserve)
@@ -24,7 +25,9 @@ size_t hz_budget_fit(void)
 	size_t limit = __atomic_load_n(&hz_limits.cgroup, __ATOMIC_RELAXED);
 	size_t dirty = dirty_max_cfg, reserve = __atomic_load_n(&reserve_cfg, __ATOMIC_RELAXED);
 	if (hz_huge_fitted) {
+		size_t as = hz_limits.as < hz_limits.data ? hz_limits.as : hz_limits.data;
 		dirty = dirty < FITTED_DIRTY_MAX ? dirty : FITTED_DIRTY_MAX;
+		dirty = dirty < as / 8 ? dirty : as / 8;
 		reserve = 0;
 	}
 	if (limit != HZ_LIMIT_NONE) {

@@ -14,7 +14,12 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_limits_read();
 	size_t most = hz_limits_max_block(HZ_REG_WINDOW / 4);
 	hz_block_max = most < HZ_HUGE_MAX ? most : HZ_HUGE_MAX;
-	hz_huge_fitted = hz_limits.overcommit == 2;
+	/* Where every mapping counts in full against a limit (overcommit
+	 * mode 2's commit charge, an address-space rlimit), no chunk is
+	 * reserved ahead: a 64 MiB chunk for one 1 MiB block would cost the
+	 * program its largest blocks. */
+	hz_huge_fitted = hz_limits.overcommit == 2 || hz_limits.as != HZ_LIMIT_NONE ||
+			 hz_limits.data != HZ_LIMIT_NONE;
 	hz_budget_setup(cfg->dirty_max, cfg->dirty_decay_ms, cfg->reserve);
 	hz_fresh_setup(cfg->thp, cfg->fresh);
 	hz_hugetlb = cfg->hugetlb;
@@ -93,6 +98,13 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 	 * address-space limit): a mapping of their own. */
 	if (!p && size)
 		p = hz_huge_cache_alloc(size, zero, &got);
+	/* Refused a mapping where every mapping counts against a limit: the
+	 * free blocks the arenas keep mapped go back, and it is asked again. */
+	if (!p && size && hz_huge_fitted && hz_arenas_free_bytes()) {
+		__atomic_fetch_add(&pressure_releases, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&pressure_bytes, hz_large_trim(), __ATOMIC_RELAXED);
+		p = hz_huge_cache_alloc(size, zero, &got);
+	}
 	if (!p) {
 		errno = ENOMEM;
 		return NULL;

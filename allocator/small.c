@@ -49,6 +49,13 @@ struct hz_small_engine hz_small = {
 const char *hz_je_malloc_conf = "tcache_max:1048576,tcache_gc_incr_bytes:4194304,lg_extent_max_active_fit:16,"
 				"dirty_decay_ms:10000,muzzy_decay_ms:-1";
 
+void hz_small_start(void)
+{
+	unsigned n;
+	size_t sz = sizeof n;
+	hz_je_mallctl("arenas.narenas", &n, &sz, NULL, 0); /* any call starts it */
+}
+
 void *hz_small_calloc(size_t size, int flags)
 {
 	void *p = flags ? hz_je_mallocx(size, flags) : hz_je_malloc(size);

@@ -18,18 +18,28 @@ static double share_a; /* the probability of arm A */
 static uint64_t seed;
 static unsigned next_thread;
 
-static struct hz_ab_cell cells[2][HZ_AB_OPS][HZ_CLASSES];
-static uint64_t hist[2][HZ_AB_OPS][HZ_CLASSES][HZ_AB_BUCKETS];
+/* The arms' records, 270 KiB: mapped when the arms are set up, so that a
+ * process that does not use them (most) has not that much less address
+ * space under a limit. */
+static struct tables {
+	struct hz_ab_cell cells[2][HZ_AB_OPS][HZ_CLASSES];
+	uint64_t hist[2][HZ_AB_OPS][HZ_CLASSES][HZ_AB_BUCKETS];
+} *tab;
 static pthread_mutex_t lock[HZ_AB_OPS] = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 static HZ_TLS uint64_t rng;
 
-void hz_ab_setup(double share, uint64_t s, size_t min)
+int hz_ab_setup(double share, uint64_t s, size_t min)
 {
+	void *m;
+	if (hz_os_map(hz_round_up(sizeof *tab, hz_page_size), hz_page_size, &m))
+		return -1;
+	tab = m;
 	share_a = share;
 	seed = s;
 	hz_ab_min = min;
 	__atomic_store_n(&hz_ab_on, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 /* Arm A with probability share_a: a per-thread xorshift64*, seeded from
@@ -56,7 +66,7 @@ void hz_ab_record(int op, int arm, size_t n, uint64_t t)
 {
 	unsigned k = hz_class(n);
 	int b = arm == HZ_AB_B;
-	struct hz_ab_cell *c = &cells[b][op][k];
+	struct hz_ab_cell *c = &tab->cells[b][op][k];
 	double ns = (double)t;
 	if (pthread_mutex_trylock(&lock[op])) {
 		__atomic_fetch_add(&dropped, 1, __ATOMIC_RELAXED);
@@ -66,13 +76,13 @@ void hz_ab_record(int op, int arm, size_t n, uint64_t t)
 	c->bytes += n;
 	c->ns += ns;
 	c->ns2 += ns * ns;
-	hist[b][op][k][hz_ab_bucket(ns)]++;
+	tab->hist[b][op][k][hz_ab_bucket(ns)]++;
 	pthread_mutex_unlock(&lock[op]);
 }
 
 int hz_ab_next(struct hz_ab_cursor *c)
 {
-	while (c->op < HZ_AB_OPS) {
+	while (tab && c->op < HZ_AB_OPS) {
 		if (++c->cls == HZ_CLASSES) {
 			c->cls = -1;
 			c->op++;
@@ -80,10 +90,10 @@ int hz_ab_next(struct hz_ab_cursor *c)
 		}
 		int op = c->op, k = c->cls;
 		pthread_mutex_lock(&lock[op]);
-		c->a = cells[0][op][k];
-		c->b = cells[1][op][k];
+		c->a = tab->cells[0][op][k];
+		c->b = tab->cells[1][op][k];
 		for (int i = 0; i < HZ_AB_BUCKETS; i++)
-			c->hist_a[i] = hist[0][op][k][i], c->hist_b[i] = hist[1][op][k][i];
+			c->hist_a[i] = tab->hist[0][op][k][i], c->hist_b[i] = tab->hist[1][op][k][i];
 		pthread_mutex_unlock(&lock[op]);
 		if (c->a.calls || c->b.calls)
 			return 1;
@@ -100,8 +110,8 @@ uint64_t hz_ab_dropped(void)
  * that no thread of its holds, and a generator of its own. */
 void hz_ab_fork_child(void)
 {
-	hz_memzero(cells, sizeof cells);
-	hz_memzero(hist, sizeof hist);
+	if (tab)
+		hz_memzero(tab, sizeof *tab);
 	dropped = 0;
 	for (int op = 0; op < HZ_AB_OPS; op++)
 		pthread_mutex_init(&lock[op], NULL);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <string.h>
 
+#include "../os/os.h"
 #include "../arch/arch.h"
 #include "obs.h"
 
@@ -17,7 +18,11 @@ struct site {
 	void *ip[HZ_SITE_FRAMES];
 };
 
-static struct site sites[SITES];
+/* The table and the report's copy of it, 320 KiB: mapped when sampling
+ * is set up (a process that does not sample keeps that address space). */
+static struct tables {
+	struct site sites[SITES], copy[SITES];
+} *t;
 static uint64_t dropped; /* samples with no room left */
 static int busy;         /* the table's lock: taken with exchange, never waited for by a sampler */
 static unsigned period;
@@ -31,16 +36,22 @@ static HZ_TLS int sampling;
  * unlocked (the thread that held it is not there). */
 void hz_callsites_fork_child(void)
 {
-	hz_memzero(sites, sizeof sites);
+	if (t)
+		hz_memzero(t->sites, sizeof t->sites);
 	dropped = 0;
 	busy = 0;
 }
 
-void hz_callsites_setup(unsigned p, hz_backtrace_fn bt)
+int hz_callsites_setup(unsigned p, hz_backtrace_fn bt)
 {
+	void *m;
+	if (hz_os_map(hz_round_up(sizeof *t, hz_page_size), hz_page_size, &m))
+		return -1;
+	t = m;
 	period = p;
 	take_backtrace = bt;
 	__atomic_store_n(&hz_callsites_on, 1, __ATOMIC_RELEASE);
+	return 0;
 }
 
 static uint64_t hash_stack(void *const *ip, int n)
@@ -55,7 +66,7 @@ static void insert(void *const *ip, int n, size_t bytes)
 {
 	uint64_t h = hash_stack(ip, n);
 	for (unsigned i = 0, k = (unsigned)h & (SITES - 1); i < SITES; i++, k = (k + 1) & (SITES - 1)) {
-		struct site *s = &sites[k];
+		struct site *s = &t->sites[k];
 		if (!s->hash) {
 			s->hash = h;
 			s->depth = n;
@@ -138,8 +149,6 @@ static int is_ours(const void *base)
 	return dladdr((void *)hz_callsite, &me) && me.dli_fbase == base;
 }
 
-static struct site copy[SITES];
-
 void hz_callsites_begin(struct hz_site_cursor *c, unsigned max)
 {
 	c->rank = 0;
@@ -149,7 +158,7 @@ void hz_callsites_begin(struct hz_site_cursor *c, unsigned max)
 		return;
 	while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
 		; /* samplers hold it for a few hundred instructions */
-	memcpy(copy, sites, sizeof copy);
+	memcpy(t->copy, t->sites, sizeof t->copy);
 	__atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
 }
 
@@ -159,8 +168,8 @@ int hz_callsites_next(struct hz_site_cursor *c)
 		return 0;
 	struct site *best = NULL;
 	for (unsigned k = 0; k < SITES; k++)
-		if (copy[k].hash && copy[k].calls && (!best || copy[k].bytes > best->bytes))
-			best = &copy[k];
+		if (t->copy[k].hash && t->copy[k].calls && (!best || t->copy[k].bytes > best->bytes))
+			best = &t->copy[k];
 	if (!best)
 		return 0;
 	int n = 0;

@@ -172,15 +172,17 @@ struct ab_copy {
 	struct hz_ab_cell arm[2];
 	uint64_t cum[2][HZ_AB_H_MAJ]; /* calls up to each octave's end */
 };
-/* One report at a time (report.c's lock); touched only for cells in use. */
-static struct ab_copy copies[HZ_AB_OPS * HZ_CLASSES];
+/* One report at a time (report.c's lock); mapped at the first report
+ * with the arms on (74 KiB), touched only for cells in use. */
+#define COPIES (HZ_AB_OPS * HZ_CLASSES)
+static struct ab_copy *copies;
 static unsigned ncopies;
 
 static void copy_cell(void *arg, int op, int k, const struct hz_ab_cell *a, const struct hz_ab_cell *b,
 		      const uint64_t *ha, const uint64_t *hb)
 {
 	(void)arg;
-	if (ncopies == sizeof copies / sizeof copies[0])
+	if (ncopies == COPIES)
 		return;
 	struct ab_copy *c = &copies[ncopies++];
 	c->op = op;
@@ -242,10 +244,13 @@ static void ab_family(struct hz_out *o, int pass, const struct ab_copy *c)
 
 static void ab(struct hz_out *o)
 {
+	void *m;
 	ncopies = 0;
+	if (!copies && hz_ab_on && !hz_os_map(hz_round_up(COPIES * sizeof *copies, hz_page_size), hz_page_size, &m))
+		copies = m;
 	struct hz_ab_cursor c;
 	hz_ab_begin(&c);
-	while (hz_ab_next(&c))
+	while (copies && hz_ab_next(&c))
 		copy_cell(NULL, c.op, c.cls, &c.a, &c.b, c.hist_a, c.hist_b);
 	for (int pass = 0; pass < PASSES; pass++) {
 		hz_out_put(o, "%s", families[pass]);

@@ -157,8 +157,9 @@ extern size_t hz_ab_min;
 
 /* Starts the arms: share_a (0 to 1) of eligible calls from min bytes go
  * to arm A; seed makes the assignment repeatable. At initialisation,
- * before threads are made. */
-void hz_ab_setup(double share_a, uint64_t seed, size_t min);
+ * before threads are made. 0, or -1 when their records (270 KiB) cannot
+ * be mapped: the arms stay off. */
+int hz_ab_setup(double share_a, uint64_t seed, size_t min);
 
 /* The arms decide nothing and call nothing: the caller asks which arm a
  * call takes, makes the call that arm stands for (A: the baseline, glibc's
@@ -250,8 +251,9 @@ extern int hz_callsites_on;
 
 typedef int (*hz_backtrace_fn)(void **ips, int max);
 /* Samples 1 in period calls (period >= 1) with backtrace. At
- * initialisation, before threads are made. */
-void hz_callsites_setup(unsigned period, hz_backtrace_fn backtrace);
+ * initialisation, before threads are made. 0, or -1 when its table
+ * (320 KiB) cannot be mapped: sampling stays off. */
+int hz_callsites_setup(unsigned period, hz_backtrace_fn backtrace);
 /* fork (hz_obs_fork_child): the child's table starts empty. */
 void hz_callsites_fork_child(void);
 /* Counts down this thread's calls; takes a sample every period-th. */

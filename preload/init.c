@@ -63,8 +63,9 @@ static void configure_ab(void)
 		return;
 	}
 	const struct hz_option_value *seed = hz_option(HZ_OPT_AB_SEED), *min = hz_option(HZ_OPT_AB_MIN);
-	hz_ab_setup(share, seed->given ? seed->size : hz_os_realtime_ns() / 1000000000u,
-		    min->size > HZ_FRONT_MAX ? min->size : HZ_FRONT_MAX + 1);
+	if (hz_ab_setup(share, seed->given ? seed->size : hz_os_realtime_ns() / 1000000000u,
+			min->size > HZ_FRONT_MAX ? min->size : HZ_FRONT_MAX + 1))
+		hz_os_log("HUGEZERO_AB: no memory for the arms' records; arms off", NULL, NULL);
 }
 
 static void configure_callsites(void)
@@ -77,7 +78,8 @@ static void configure_callsites(void)
 		hz_os_log("HUGEZERO_CALLSITES: libunwind.so.8 not found; call sites off", NULL, NULL);
 		return;
 	}
-	hz_callsites_setup(period > 0xffffffffu ? 0xffffffffu : (unsigned)period, bt);
+	if (hz_callsites_setup(period > 0xffffffffu ? 0xffffffffu : (unsigned)period, bt))
+		hz_os_log("HUGEZERO_CALLSITES: no memory for the table; call sites off", NULL, NULL);
 }
 
 /* Every room configured from the options. Idempotent. */

@@ -38,14 +38,23 @@ static int decide_mode(const char *mode)
 
 /* HUGEZERO_SMALL: jemalloc's, or the next allocator's in the link order,
  * found without allocating. Where there is none (libhugezero.a), the
- * embedded jemalloc stays, and the reason is named. */
-static void decide_small(const char *small)
+ * embedded jemalloc stays, and the reason is named when next was asked
+ * for. auto is next under an address-space limit: jemalloc's first
+ * mappings (its base, its radix tree's first leaf, its first extent)
+ * take 8 MiB of address space before the first block, glibc's a few
+ * pages of its heap. Returns whether jemalloc serves them. */
+static int decide_small(const char *small)
 {
-	if (!small || !strcmp(small, "jemalloc"))
-		return;
-	if (strcmp(small, "next")) {
-		hz_os_log("ignoring HUGEZERO_SMALL: not jemalloc or next: ", small, NULL);
-		return;
+	if (!strcmp(small, "auto")) {
+		size_t as, data;
+		hz_os_address_limits(&as, &data);
+		if (as == SIZE_MAX && data == SIZE_MAX)
+			return 1;
+	} else if (!strcmp(small, "jemalloc")) {
+		return 1;
+	} else if (strcmp(small, "next")) {
+		hz_os_log("ignoring HUGEZERO_SMALL: not auto, jemalloc or next: ", small, NULL);
+		return 1;
 	}
 	static const char *const names[] = {"malloc", "calloc", "realloc", "free", "malloc_usable_size",
 					    "posix_memalign", "malloc_trim", "mallctl", "malloc_stats_print",
@@ -67,10 +76,13 @@ static void decide_small(const char *small)
 	};
 	if (!hz_small_use_next(&n)) {
 		hz_os_barrier_threads(); /* the table before the threshold (hz_threshold) */
-		return;
+		return 0;
 	}
-	hz_os_log("ignoring HUGEZERO_SMALL=next: no allocator after this library in the link order "
-		  "(or not a shared library); small blocks are jemalloc's", NULL, NULL);
+	if (strcmp(small, "auto"))
+		hz_os_log("ignoring HUGEZERO_SMALL=next: no allocator after this library in the link "
+			  "order (or not a shared library); small blocks are jemalloc's",
+			  NULL, NULL);
+	return 1;
 }
 
 /* Two threads' first calls may come at once (before the constructor, in
@@ -94,7 +106,8 @@ void hz_allocator_start(void)
 	hz_os_init();
 	hz_options_load();
 	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
-		decide_small(hz_option(HZ_OPT_SMALL)->str);
+		if (decide_small(hz_option(HZ_OPT_SMALL)->str))
+			hz_small_start();
 		__atomic_store_n(&hz_large_threshold, hz_options_start_arenas(), __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);

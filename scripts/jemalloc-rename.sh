@@ -23,5 +23,10 @@ echo "_Unwind_Backtrace hz_je_unwind_backtrace" >>"$map"
 echo "_Unwind_GetIP hz_je_unwind_getip" >>"$map"
 # Never empty: jemalloc defines mallocx at least.
 grep -q '^mallocx ' "$map"
-"$objcopy" --redefine-syms="$map" "$in" "$out.tmp"
+# Its constructor, which starts it as the library loads, is dropped: the
+# library starts it at its own start (hz_small_start) when its small
+# engine is jemalloc, and never where the next allocator serves them
+# (under an address-space limit its first mappings cost 8 MiB).
+"$objcopy" --redefine-syms="$map" --remove-section=.init_array --remove-section=.rela.init_array \
+	"$in" "$out.tmp"
 mv "$out.tmp" "$out"

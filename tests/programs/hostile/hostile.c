@@ -33,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -354,6 +355,106 @@ static int doublefree(int trim)
 	FAIL("the second free(p) of a 40 MiB block returned");
 }
 
+/* ---- sequence ---- */
+
+/* A random sequence of live blocks under an address-space limit (the
+ * least of RLIMIT_AS and RLIMIT_DATA): STEPS calls, each a malloc,
+ * calloc, realloc, aligned_alloc or free, of sizes from 16 B to 64 MiB
+ * (log-uniform), the live bytes kept within PERCENT of the limit (frees
+ * at random make the room). Each block is written at 16 places and its
+ * ends; calloc's are checked zero there. Prints the calls refused and
+ * the peak of live bytes; the script compares the refusals with glibc's
+ * on the same seed. */
+struct live {
+	char *p;
+	size_t n;
+};
+
+static size_t limit_bytes(void)
+{
+	struct rlimit as, data;
+	getrlimit(RLIMIT_AS, &as);
+	getrlimit(RLIMIT_DATA, &data);
+	rlim_t l = as.rlim_cur < data.rlim_cur ? as.rlim_cur : data.rlim_cur;
+	return l == RLIM_INFINITY ? (size_t)1 << 30 : (size_t)l;
+}
+
+static size_t seq_size(size_t room)
+{
+	/* 2^4 to 2^26 bytes, log-uniform, then anywhere in the octave */
+	size_t lg = 4 + next() % 23, n = ((size_t)1 << lg) + next() % ((size_t)1 << lg);
+	return n < room ? n : room;
+}
+
+static void seq_write(char *p, size_t n, int zero, size_t step)
+{
+	for (int w = zero ? 0 : 1; w < 2; w++)
+		for (int i = 0; i <= 16; i++) {
+			size_t at = i == 16 ? n - 1 : n / 16 * (size_t)i;
+			if (w)
+				p[at] = (char)(step | 1);
+			else if (p[at])
+				FAIL("step %zu: calloc(%zu) byte %zu is %d", step, n, at, p[at]);
+		}
+}
+
+static int sequence(uint64_t seed, size_t percent, size_t steps)
+{
+	enum { MAX_LIVE = 4096 };
+	static struct live b[MAX_LIVE];
+	size_t nb = 0, live = 0, peak = 0, refused = 0, budget = limit_bytes() / 100 * percent;
+	rng = seed * 0x9E3779B97F4A7C15u | 1; /* never 0, where xorshift stays */
+	for (size_t step = 0; step < steps; step++) {
+		unsigned op = (unsigned)(next() % 16);
+		if (nb && (op < 5 || nb == MAX_LIVE)) { /* free */
+			size_t i = next() % nb;
+			free(b[i].p);
+			live -= b[i].n;
+			b[i] = b[--nb];
+			continue;
+		}
+		size_t n = seq_size(budget / 2 ? budget / 2 : 16);
+		while (nb && live + n > budget) { /* make room */
+			size_t i = next() % nb;
+			free(b[i].p);
+			live -= b[i].n;
+			b[i] = b[--nb];
+		}
+		if (live + n > budget)
+			continue;
+		if (nb && op < 8) { /* realloc a live block to n */
+			size_t i = next() % nb;
+			char *q = realloc(b[i].p, n);
+			if (!q) {
+				refused++;
+				printf("step %zu: realloc(%zu -> %zu) refused\n", step, b[i].n, n);
+				continue;
+			}
+			live = live - b[i].n + n;
+			b[i] = (struct live){q, n};
+			seq_write(q, n, 0, step);
+		} else {
+			int zero = op >= 12;
+			char *q = op == 11 ? aligned_alloc(4096, (n + 4095) & ~(size_t)4095)
+				  : zero   ? calloc(1, n)
+					   : malloc(n);
+			if (!q) {
+				refused++;
+				printf("step %zu: %s(%zu) refused, %zu live bytes in %zu blocks\n", step,
+				       op == 11 ? "aligned_alloc" : zero ? "calloc" : "malloc", n, live, nb);
+				continue;
+			}
+			live += n;
+			b[nb++] = (struct live){q, n};
+			seq_write(q, n, zero, step);
+		}
+		if (live > peak)
+			peak = live;
+	}
+	printf("refused %zu peak %zu\n", refused, peak >> 10);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -373,12 +474,14 @@ int main(int argc, char **argv)
 		return count(a);
 	if (!strcmp(m, "cgroup"))
 		return cgroup();
+	if (!strcmp(m, "sequence") && argc > 4)
+		return sequence(a, b, strtoull(argv[4], NULL, 0));
 	if (!strcmp(m, "impossible"))
 		return impossible();
 	if (!strcmp(m, "doublefree") && argc > 2)
 		return doublefree(!strcmp(argv[2], "trim"));
 	fprintf(stderr, "usage: %s forkcalloc | untouched N MIB | one KIB | threads | count MIB | "
-			"cgroup | impossible | doublefree trim|notrim | commit\n",
+			"cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim | commit\n",
 		argv[0]);
 	return 2;
 }
