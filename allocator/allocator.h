@@ -839,8 +839,9 @@ struct hz_handout {
 void *hz_run_alloc(size_t npages, size_t align, int zero, struct hz_handout *out);
 /* The length in bytes of the live block at p in chunk c, or 0. */
 size_t hz_run_usable(struct hz_chunk *c, const void *p);
-/* Frees the live block at p in chunk c: 0, or -1 when p is not one. */
-int hz_run_free(struct hz_chunk *c, void *p);
+/* Frees the live block at p in chunk c: 0, or -1 when p is not one.
+ * cleared: its bytes were made zero (hardened mode): its pages are clean. */
+int hz_run_free(struct hz_chunk *c, void *p, int cleared);
 /* Resizes the live block at p in chunk c (old bytes) to size bytes in
  * place: 0, or -1 when the pages after it are not free. */
 int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
@@ -859,8 +860,11 @@ int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
  * mapping sets out->refill and out->fresh (its bytes). NULL when memory
  * is out. */
 void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out);
-/* Frees h into its arena's cache: 0, or -1 when it is not live. */
-int hz_huge_cache_free(struct hz_huge *h);
+/* Frees h into its arena's cache: 0, or -1 when it is not live.
+ * cleared: its usable bytes were made zero (hardened mode, where every
+ * free clears and every shrink clears what it gives up, so the rest of
+ * its mapping is zero too): it is known zero. */
+int hz_huge_cache_free(struct hz_huge *h, int cleared);
 /* Its usable size, or 0 when it is not live. */
 size_t hz_huge_cache_usable(struct hz_huge *h);
 /* Resizes it in place to size bytes (> HZ_RUN_MAX), within its
@@ -992,6 +996,42 @@ struct hz_populate_stats {
 };
 void hz_populate_stats(struct hz_populate_stats *out);
 
+/* ---- hardened.c ---- HUGEZERO_HARDENED: every block's bytes zero
+ * before free returns (as Linux's init_on_free does for the kernel), a
+ * guard page after every large block, and small blocks held a while in
+ * a quarantine where a second free of one is caught. The arenas' freed
+ * blocks are then known zero, so calloc clears nothing recycled. */
+
+/* Set once at setup: 1 in hardened mode. */
+extern int hz_hardened;
+/* Sets the mode, before any block (the small engine's part:
+ * hz_small_harden). */
+void hz_hardened_setup(int on);
+/* Makes the n bytes at p zero, counted; a large block's (page-aligned)
+ * 2 MiB steps with no page in memory are left alone (they read zero). */
+void hz_hardened_clear(void *p, size_t n, int large);
+/* The page at p becomes a guard page (on) or ordinary memory reading
+ * zero; a guard that cannot be installed is counted, not fatal. */
+void hz_hardened_guard(void *p, int on);
+
+/* The quarantine's evictions: blocks to free now. */
+struct hz_evicted {
+	unsigned count;
+	void *p[33];
+	size_t n[33];
+};
+/* Holds the freed block p (n bytes, cleared) in its shard, evicting the
+ * oldest into *out beyond the shard's room (p itself when it is larger
+ * than a shard holds): 0, or -1 when p is held already (freed twice). */
+int hz_quarantine_put(void *p, size_t n, struct hz_evicted *out);
+/* Whether p is held (freed and not yet handed back). */
+int hz_quarantine_holds(const void *p);
+/* fork: every shard's lock around it (preload/fork_handlers.c). */
+void hz_quarantine_fork_prepare(void);
+void hz_quarantine_fork_parent(void);
+void hz_quarantine_fork_child(void);
+void hz_hardened_counters(hz_counter_fn fn, void *arg);
+
 /* ---- large.c ---- the hugepage arenas' entry, the one the exported
  * ABI calls for large blocks: routes each call to the blocks in chunks
  * (run.c) or to the huge blocks (huge_cache.c), applies the limits
@@ -1010,6 +1050,7 @@ struct hz_large_cfg {
 	size_t reserve;          /* and keeps this many bytes of clean pages */
 	int populate;            /* HZ_POPULATE_* (populate.c) */
 	unsigned threads;        /* the helpers' and the caller's, 0: the CPU set's (helpers.c) */
+	int hardened;            /* HUGEZERO_HARDENED (hardened.c) */
 };
 /* Configures the arenas; at the first allocation, before any block. The
  * limits (limits.c) are read here: in a memory cgroup the dirty budget
@@ -1213,6 +1254,10 @@ int hz_small_use_next(const struct hz_small_next *fns);
  * the small blocks: set up before the program's threads can fork
  * half-way through its start. */
 void hz_small_start(void);
+/* Hardened mode (small_hardened.c): the small engine's table wrapped, so
+ * every block carries a tag and a canary, is cleared at free and held in
+ * the quarantine; at the allocator's start, before any block. */
+void hz_small_harden(void);
 
 /* The embedded jemalloc's pthread_atfork (scripts/jemalloc-rename.sh
  * renames its call), in small_fork.c: its handlers are kept, and run by

@@ -136,7 +136,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 	return h->base;
 }
 
-int hz_huge_cache_free(struct hz_huge *h)
+int hz_huge_cache_free(struct hz_huge *h, int cleared)
 {
 	struct hz_arena *a = hz_arena_of(h->owner);
 	pthread_mutex_lock(&a->lock);
@@ -145,6 +145,8 @@ int hz_huge_cache_free(struct hz_huge *h)
 		return -1;
 	}
 	h->live = 0;
+	if (cleared) /* and its mapping past it, never written since it was last cleared */
+		h->dirty = 0;
 	a->n.nfree++;
 	h->freed = ++a->frees;
 	a->allocated -= h->size;

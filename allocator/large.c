@@ -27,6 +27,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_helpers_setup(cfg->threads);
 	hz_populate_setup(cfg->populate);
 	hz_zeroer_enabled = cfg->background;
+	hz_hardened_setup(cfg->hardened);
 	limit_fitted = hz_budget_fit();
 }
 
@@ -73,15 +74,27 @@ static HZ_NOINLINE void relieve(size_t size)
 	__atomic_store_n(&hz_large_pressed, 1, __ATOMIC_RELAXED);
 }
 
+/* In hardened mode a block takes one page more, after its own, made a
+ * guard page once it is handed out (after its clear), ordinary memory
+ * again before its free clears it. */
+static size_t guard_bytes(void)
+{
+	return hz_hardened ? HZ_PAGE : 0;
+}
+
 void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 {
 	void *p = NULL;
 	int probe = 0;
 	struct hz_handout got = {0, 0, 0};
-	if (size > hz_block_max) {
+	size_t guard = guard_bytes();
+	if (size > hz_block_max - guard) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	size_t body = hz_round_up(size, HZ_PAGE);
+	if (size)
+		size = body + guard;
 	if (hz_unlikely(hz_limits.cgroup_version))
 		relieve(size);
 	if (hz_thp) {
@@ -109,8 +122,10 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (got.fresh)
-		hz_populate_block(p, hz_round_up(size, HZ_PAGE), got.fresh, got.populate, zero);
+	if (got.fresh) /* never its guard page: the helpers may go on after the return */
+		hz_populate_block(p, body, got.fresh, got.populate, zero);
+	if (guard)
+		hz_hardened_guard((unsigned char *)p + body, 1);
 	if (size >= HZ_HELPERS_MIN) /* its clears may share the work */
 		hz_helpers_start();
 	if (hz_zeroer_enabled)
@@ -124,20 +139,36 @@ static struct hz_huge *huge_at(struct hz_owner o, const void *p)
 	return o.huge && o.huge->base == p ? o.huge : NULL;
 }
 
-size_t hz_large_usable(struct hz_owner o, const void *p)
+/* The live block's bytes with its guard page, or 0. */
+static size_t taken(struct hz_owner o, const void *p)
 {
 	if (o.huge)
 		return huge_at(o, p) ? hz_huge_cache_usable(o.huge) : 0;
 	return o.chunk ? hz_run_usable(o.chunk, p) : 0;
 }
 
+size_t hz_large_usable(struct hz_owner o, const void *p)
+{
+	size_t n = taken(o, p);
+	return n > guard_bytes() ? n - guard_bytes() : 0;
+}
+
 int hz_large_free(struct hz_owner o, void *p)
 {
-	hz_fresh_freed(p);
+	hz_fresh_freed(p); /* their readings before the clear touches it */
 	hz_populate_freed(p);
-	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge) : -1)
-		: o.chunk ? hz_run_free(o.chunk, p) : -1;
-	if (!r)
+	int cleared = 0;
+	if (hz_hardened) {
+		size_t n = taken(o, p);
+		if (n <= HZ_PAGE)
+			return -1; /* not a live block */
+		hz_hardened_guard((unsigned char *)p + n - HZ_PAGE, 0);
+		hz_hardened_clear(p, n - HZ_PAGE, 1);
+		cleared = 1;
+	}
+	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge, cleared) : -1)
+		: o.chunk ? hz_run_free(o.chunk, p, cleared) : -1;
+	if (!r && !cleared)
 		hz_zeroer_kick(1, 1); /* dirty memory to clear */
 	return r;
 }
@@ -146,6 +177,8 @@ int hz_large_free(struct hz_owner o, void *p)
  * within its mapping. 0 when done. */
 static int resize_in_place(struct hz_owner o, void *p, size_t old, size_t size)
 {
+	if (hz_hardened) /* its guard page stays where it is: a new block */
+		return -1;
 	if (o.chunk && size <= HZ_RUN_MAX)
 		return hz_run_resize(o.chunk, p, old, size);
 	if (huge_at(o, p) && size > HZ_RUN_MAX)
@@ -173,7 +206,7 @@ void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size)
 	hz_populate_freed(p);
 	if (!resize_in_place(o, p, old, size))
 		return p;
-	void *q = huge_at(o, p) && size > HZ_RUN_MAX ? hz_huge_cache_move(o.huge, size) : NULL;
+	void *q = huge_at(o, p) && size > HZ_RUN_MAX && !hz_hardened ? hz_huge_cache_move(o.huge, size) : NULL;
 	if (q)
 		return q;
 	/* A new block, the bytes copied. */

@@ -163,12 +163,16 @@ size_t hz_run_usable(struct hz_chunk *c, const void *p)
 	return n << HZ_PAGE_SHIFT;
 }
 
-int hz_run_free(struct hz_chunk *c, void *p)
+int hz_run_free(struct hz_chunk *c, void *p, int cleared)
 {
 	struct hz_arena *a = hz_arena_of(c->owner);
 	pthread_mutex_lock(&a->lock);
 	size_t n = hz_chunk_free(c, p);
 	if (n) {
+		if (cleared) {
+			size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+			hz_chunk_set_clean(c, i, i + n, 0);
+		}
 		a->n.nfree++;
 		c->freed = ++a->frees;
 		a->allocated -= n << HZ_PAGE_SHIFT;

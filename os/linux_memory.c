@@ -151,6 +151,28 @@ int hz_os_populate(void *p, size_t size)
 	return hz_os_status(syscall(SYS_madvise, p, size, MADV_POPULATE_WRITE), saved);
 }
 
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#define MADV_GUARD_REMOVE 103
+#endif
+
+/* Set once MADV_GUARD_INSTALL was refused (before Linux 6.13): mprotect
+ * from then on. */
+static int no_guard_advice;
+
+int hz_os_guard(void *p, size_t size, int on)
+{
+	int saved = errno;
+	if (!__atomic_load_n(&no_guard_advice, __ATOMIC_RELAXED)) {
+		int e = hz_os_status(syscall(SYS_madvise, p, size, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE),
+				     saved);
+		if (e != EINVAL)
+			return e;
+		__atomic_store_n(&no_guard_advice, 1, __ATOMIC_RELAXED);
+	}
+	return hz_os_status(syscall(SYS_mprotect, p, size, on ? PROT_NONE : PROT_READ | PROT_WRITE), saved);
+}
+
 int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8])
 {
 	uint64_t e[512];

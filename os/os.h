@@ -70,6 +70,11 @@ int hz_os_mapped(const void *p);
  * (MADV_POPULATE_WRITE): a page already in memory is untouched, so it is
  * safe while another thread writes there. EINVAL before Linux 5.14. */
 int hz_os_populate(void *p, size_t size);
+/* Makes [p, p+size) (whole pages) a guard region where on, where any
+ * access faults (MADV_GUARD_INSTALL, which neither splits the mapping
+ * nor needs memory; PROT_NONE before Linux 6.13), and ordinary memory
+ * again otherwise, reading zero. 0 or an errno. */
+int hz_os_guard(void *p, size_t size, int on);
 /* Which of the n pages from p (page-aligned, n <= 512) are in memory and
  * mapped by this process alone (/proc/self/pagemap's present and
  * exclusive bits): bit i of out[i / 64]. After a fork, a page still

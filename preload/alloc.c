@@ -27,7 +27,7 @@ void hz_bad_pointer(const char *what)
 static void *small_alloc(size_t size, int flags)
 {
 	void *p;
-	if ((flags & HZ_JE_ZERO) && hz_small.jemalloc && hz_small_clears(size))
+	if ((flags & HZ_JE_ZERO) && hz_small.jemalloc && !hz_hardened && hz_small_clears(size))
 		p = hz_small_calloc(size, flags & ~HZ_JE_ZERO);
 	else if (flags == 0)
 		p = hz_small.malloc(size);

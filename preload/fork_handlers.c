@@ -8,6 +8,7 @@
 
 static void prepare(void)
 {
+	hz_quarantine_fork_prepare(); /* a leaf: no other lock taken while one is held */
 	hz_allocator_fork_prepare();
 	hz_obs_fork_prepare();
 	hz_small_fork_prepare();
@@ -18,6 +19,7 @@ static void parent(void)
 	hz_small_fork_parent();
 	hz_obs_fork_parent();
 	hz_allocator_fork_parent();
+	hz_quarantine_fork_parent();
 }
 
 static void child(void)
@@ -25,6 +27,7 @@ static void child(void)
 	hz_small_fork_child();
 	hz_obs_fork_child();
 	hz_allocator_fork_child();
+	hz_quarantine_fork_child();
 	hz_obs_fork_child_ready();
 }
 

@@ -108,7 +108,10 @@ void hz_allocator_start(void)
 	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
 		if (decide_small(hz_option(HZ_OPT_SMALL)->str))
 			hz_small_start();
-		__atomic_store_n(&hz_large_threshold, hz_options_start_arenas(), __ATOMIC_RELAXED);
+		size_t threshold = hz_options_start_arenas();
+		if (hz_hardened)
+			hz_small_harden();
+		__atomic_store_n(&hz_large_threshold, threshold, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
 	starting_here = 0;

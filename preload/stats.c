@@ -12,6 +12,7 @@
 static void rooms(hz_counter_fn fn, void *arg)
 {
 	hz_large_counters(fn, arg);
+	hz_hardened_counters(fn, arg);
 	hz_small_counters(fn, arg);
 }
 

@@ -234,7 +234,8 @@ def cmd_suite(args):
         sys.exit("hugezero suite: %s: no such library" % args.lib)
     lib = os.path.realpath(args.lib) if args.lib else library()
     if args.real:
-        sys.exit(real.run_real(lib, reps, args.out or "hugezero-real", args.cases, args.compress_mb))
+        sys.exit(real.run_real(lib, reps, args.out or "hugezero-real", args.cases, args.compress_mb,
+                               args.hardened))
     for b in ("alloc_bench", "churn_bench"):
         if not os.access(os.path.join(os.path.dirname(lib), "bench", b), os.X_OK):
             sys.exit("hugezero suite: %s not built (scripts/build.sh build -DHZ_BENCH=ON)" % b)

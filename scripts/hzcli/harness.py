@@ -22,6 +22,8 @@ PEERS = ALLOCS[:-1]
 # hugezero's memset, large blocks and arms over mimalloc's small blocks
 # (HUGEZERO_SMALL=next, mimalloc preloaded after the library).
 HZ_OVER_MI = "hz+mimalloc"
+# hugezero in its hardened mode (HUGEZERO_HARDENED=1), measured beside the others
+HZ_HARDENED = "hz-hardened"
 SONAMES = {"jemalloc": "libjemalloc.so.2", "mimalloc": "libmimalloc.so.2",
            "tcmalloc": "libtcmalloc_minimal.so.4"}
 
@@ -46,6 +48,7 @@ class Ctx:
         for a, so in SONAMES.items():
             self.preload[a] = os.path.join(libdir, so)
         self.preload[HZ_OVER_MI] = lib + " " + self.preload["mimalloc"]
+        self.preload[HZ_HARDENED] = lib
         self.bench = os.path.join(os.path.dirname(lib), "bench")
         self.tmp = tempfile.mkdtemp(prefix="hz-suite-")
         os.chmod(self.tmp, 0o755)  # the postgres user works below it
@@ -60,6 +63,8 @@ class Ctx:
             env["LD_PRELOAD"] = self.preload[alloc]
         if alloc == HZ_OVER_MI:
             env["HUGEZERO_SMALL"] = "next"
+        if alloc == HZ_HARDENED:
+            env["HUGEZERO_HARDENED"] = "1"
         return env
 
     def missing(self):

@@ -27,7 +27,7 @@ import tempfile
 import time
 
 from . import plot
-from .harness import (ALLOCS, Ctx, Load, alternate, bench_output, fmt, initdb, median, pg_dir,
+from .harness import (ALLOCS, HZ_HARDENED, Ctx, Load, alternate, bench_output, fmt, initdb, median, pg_dir,
                       postgres_server, ratio, redis_server, run_program, sort_input, write_csv)
 
 PEERS = ALLOCS[:-1]
@@ -440,10 +440,12 @@ def have(ctx, need):
     return os.path.exists(need) if os.path.isabs(need) else bool(shutil.which(need))
 
 
-def run_real(lib, reps, out_dir, only=None, compress_mb=100):
+def run_real(lib, reps, out_dir, only=None, compress_mb=100, hardened=False):
     """Runs the cases whose names start with one of only (default: all),
     writes real.raw.csv, real.csv and real.svg in out_dir and prints the
-    table; returns the exit status: 1 if a run failed."""
+    table; returns the exit status: 1 if a run failed. hardened adds
+    hugezero under HUGEZERO_HARDENED=1 beside the others (not a peer)."""
+    allocs = ALLOCS + ((HZ_HARDENED,) if hardened else ())
     ctx = Ctx(lib)
     ctx.compress_mb = compress_mb
     cases = [c for c in CASES if not only or any(c.name.startswith(o) for o in only)]
@@ -456,19 +458,19 @@ def run_real(lib, reps, out_dir, only=None, compress_mb=100):
     os.makedirs(out_dir, exist_ok=True)
     start = time.time()
     try:
-        runs = alternate(cases, reps, lambda c, a: c.run(ctx, a), lambda c: c.name, progress=True)
+        runs = alternate(cases, reps, lambda c, a: c.run(ctx, a), lambda c: c.name, allocs, progress=True)
     finally:
         ctx.close()
     fields = ("rep", "case", "unit", "allocator", "value", "faults", "peak_rss_kib", "ref", "error")
     write_csv(os.path.join(out_dir, "real.raw.csv"), fields,
               [(rep, c.name, c.unit, a) + ((res["value"], res["faults"], res["rss_kib"], res.get("ref"))
                                            if res else (None,) * 4) + (err,) for rep, c, a, res, err in runs], "%r")
-    rows = summarize(runs, cases)
-    report(rows, reps, time.time() - start, out_dir)
+    rows = summarize(runs, cases, allocs)
+    report(rows, reps, time.time() - start, out_dir, allocs)
     return 1 if any(err for *_, err in runs) else 0
 
 
-def summarize(runs, cases):
+def summarize(runs, cases, allocs=ALLOCS):
     """A row per case: each allocator's medians (figure, faults, peak RSS,
     figure over the reference), its failed runs; the best of the others
     (by figure) and hugezero's ratios to it and to each."""
@@ -476,7 +478,7 @@ def summarize(runs, cases):
     rows = []
     for c in cases:
         row = {"case": c.name, "unit": c.unit, "better": "higher" if c.higher else "lower", "glibc_is": c.native}
-        for a in ALLOCS:
+        for a in allocs:
             ok = [res for _, cc, aa, res, _ in runs if cc is c and aa == a and res]
             row[a] = median([r["value"] for r in ok])
             row[a + "_faults"] = median([r["faults"] for r in ok])
@@ -493,31 +495,35 @@ def summarize(runs, cases):
             [row[a + "_faults"] for a in PEERS if row[a + "_faults"] is not None], default=None))
         row["hz_rss_over_least"] = q(row["hugezero_rss_kib"], min(
             [row[a + "_rss_kib"] for a in PEERS if row[a + "_rss_kib"] is not None], default=None))
+        if HZ_HARDENED in allocs:  # the hardened mode's cost: over hugezero's own
+            for fig, suffix in (("", ""), ("_faults", "_faults"), ("_rss_kib", "_rss")):
+                row["hardened%s_over_hz" % suffix] = q(row[HZ_HARDENED + fig], row["hugezero" + fig])
         rows.append(row)
     return rows
 
 
-def report(rows, reps, seconds, out_dir):
+def report(rows, reps, seconds, out_dir, allocs=ALLOCS):
     """real.csv, real.svg, and the tables on stdout."""
     ratios = ["hz%s_over_%s" % (s, k) for s in ("", "_faults", "_rss") for k in ("best",) + PEERS]
-    fields = (["case", "unit", "better", "glibc_is"] + list(ALLOCS) + ["best_peer"] + ratios +
+    fields = (["case", "unit", "better", "glibc_is"] + list(allocs) + ["best_peer"] + ratios +
               ["hz_faults_over_fewest", "hz_rss_over_least"] +
-              [a + k for k in ("_faults", "_rss_kib", "_per_ref", "_failed") for a in ALLOCS])
+              (["hardened_over_hz", "hardened_faults_over_hz", "hardened_rss_over_hz"] if HZ_HARDENED in allocs else []) +
+              [a + k for k in ("_faults", "_rss_kib", "_per_ref", "_failed") for a in allocs])
     paths = [os.path.join(out_dir, "real." + x) for x in ("csv", "raw.csv", "svg")]
     write_csv(paths[0], fields, rows)
-    plot.relative(rows, paths[2], ALLOCS, PEERS)
+    plot.relative(rows, paths[2], allocs, PEERS)
     w = max(len(r["case"]) for r in rows)
-    head = lambda title: "%-*s %-6s" % (w, title, "") + "".join(" %9s" % a for a in ALLOCS)
+    head = lambda title: "%-*s %-6s" % (w, title, "") + "".join(" %9s" % a for a in allocs)
     mark = lambda r, a: "*" if a == "glibc" and r["glibc_is"] != "glibc" else " "
     print("medians of %d repetition(s), the allocators in a new random order for every case each time; %.0f s"
           % (reps, seconds))
     print("\nthe program's own figure (better: higher or lower); best: the best of the other four; "
           "hz/x: hugezero's figure over x's")
-    print("%-*s %-6s %-6s" % (w, "case", "unit", "better") + "".join(" %9s" % a for a in ALLOCS) +
+    print("%-*s %-6s %-6s" % (w, "case", "unit", "better") + "".join(" %9s" % a for a in allocs) +
           "  %-9s %7s" % ("best", "hz/best") + "".join(" %6s" % ("hz/" + a[:2]) for a in PEERS))
     for r in rows:
         print("%-*s %-6s %-6s" % (w, r["case"], r["unit"], r["better"]) +
-              "".join(" %8s%s" % (fmt(r[a]), mark(r, a)) for a in ALLOCS) +
+              "".join(" %8s%s" % (fmt(r[a]), mark(r, a)) for a in allocs) +
               "  %-9s %7s" % (r["best_peer"], ratio(r["hz_over_best"])) +
               "".join(" %6s" % ratio(r["hz_over_" + a]) for a in PEERS))
     for title, key, scale, over in (("minor page faults, thousands", "_faults", 1e3, "fewest"),
@@ -528,17 +534,21 @@ def report(rows, reps, seconds, out_dir):
         print(head("") + " %7s %7s" % ("hz/best", "hz/" + over))
         for r in rows:
             print("%-*s %-6s" % (w, r["case"], "") + "".join(
-                " %8s%s" % (fmt(None if r[a + key] is None else r[a + key] / scale), mark(r, a)) for a in ALLOCS) +
+                " %8s%s" % (fmt(None if r[a + key] is None else r[a + key] / scale), mark(r, a)) for a in allocs) +
                 " %7s %7s" % (ratio(r[extra + "_over_best"]), ratio(r["%s_over_%s" % (extra, over)])))
     for r in rows:
-        if any(r[a + "_per_ref"] is not None for a in ALLOCS):
+        if any(r[a + "_per_ref"] is not None for a in allocs):
             print("\n%s: one calloc+touch+free over one memset 0 of the same 32 MiB, prefaulted, in the same "
-                  "process: %s" % (r["case"], ", ".join("%s %s" % (a, fmt(r[a + "_per_ref"])) for a in ALLOCS)))
+                  "process: %s" % (r["case"], ", ".join("%s %s" % (a, fmt(r[a + "_per_ref"])) for a in allocs)))
     if any(r["glibc_is"] != "glibc" for r in rows):
         print("\n* glibc column: %s" % "; ".join(sorted({"%s's %s" % (r["case"].split()[0], r["glibc_is"])
                                                           for r in rows if r["glibc_is"] != "glibc"})) +
               " (Debian's redis-server links jemalloc itself)")
-    failed = ["%s under %s: %d" % (r["case"], a, r[a + "_failed"]) for r in rows for a in ALLOCS if r[a + "_failed"]]
+    if HZ_HARDENED in allocs:
+        print("\nHUGEZERO_HARDENED=1 over the default mode (figure, faults, peak RSS): " + "; ".join(
+            "%s %s %s %s" % (r["case"], ratio(r["hardened_over_hz"]), ratio(r["hardened_faults_over_hz"]),
+                             ratio(r["hardened_rss_over_hz"])) for r in rows))
+    failed = ["%s under %s: %d" % (r["case"], a, r[a + "_failed"]) for r in rows for a in allocs if r[a + "_failed"]]
     if failed:
         print("\nfailed runs (errors in the raw CSV): " + "; ".join(failed))
     print("\nCSV: %s, every run: %s, chart: %s" % tuple(paths))

@@ -1,0 +1,174 @@
+/* Hardened mode (hardened.c): zero on free, guard pages, and the
+ * quarantine that catches small blocks freed twice. */
+#include "../obs/obs.h"
+#include "../os/os.h"
+#include "allocator.h"
+
+int hz_hardened;
+static uint64_t cleared_large, cleared_small, skipped, guards, guard_failures, quarantined;
+
+void hz_hardened_setup(int on)
+{
+	hz_hardened = on;
+}
+
+/* ---- zero on free ---- */
+
+/* Whole 2 MiB steps with no page in memory are left as they are: they
+ * read zero already (never touched, or released), and a clear would
+ * fault them in (a 1 GiB block of which the program touched 1%). */
+#define STEP ((size_t)2 << 20)
+
+void hz_hardened_clear(void *p, size_t n, int large)
+{
+	unsigned char *b = p, *e = b + n;
+	size_t done = 0;
+	if (!large || n < 2 * STEP) {
+		hz_fill_counted(p, 0, n);
+		done = n;
+	} else {
+		while (b < e) {
+			unsigned char *next = (unsigned char *)hz_round_up((uintptr_t)b + 1, STEP);
+			size_t len = (size_t)((next < e ? next : e) - b), resident = 1;
+			/* b is page-aligned (a large block's pages); on an error, cleared */
+			if (hz_os_count_resident(b, len >> HZ_PAGE_SHIFT, &resident) || resident) {
+				hz_fill_counted(b, 0, len);
+				done += len;
+			}
+			b += len;
+		}
+	}
+	__atomic_fetch_add(large ? &cleared_large : &cleared_small, done, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&skipped, n - done, __ATOMIC_RELAXED);
+}
+
+/* ---- guard pages ---- */
+
+void hz_hardened_guard(void *p, int on)
+{
+	if (!hz_os_guard(p, HZ_PAGE, on)) {
+		if (on)
+			__atomic_fetch_add(&guards, 1, __ATOMIC_RELAXED);
+	} else if (on) { /* no guard (a mapping limit): the block works without one */
+		__atomic_fetch_add(&guard_failures, 1, __ATOMIC_RELAXED);
+	}
+}
+
+/* ---- quarantine ---- */
+
+/* Shards chosen by the block's address, so a block freed twice meets
+ * itself whichever threads free it; each a ring of the last SLOTS blocks
+ * freed there, at most CAP bytes. A spin lock each, held for a scan of
+ * the ring, taken by the fork handlers around a fork. */
+#define SHARDS 16
+#define SLOTS 32
+#define CAP ((size_t)256 << 10)
+
+static struct shard {
+	int lock;
+	unsigned head, count; /* the oldest, how many */
+	size_t bytes;
+	void *p[SLOTS];
+	size_t n[SLOTS];
+} __attribute__((aligned(64))) shards[SHARDS];
+
+static struct shard *shard_of(const void *p)
+{
+	uintptr_t a = (uintptr_t)p >> 4;
+	return &shards[(a ^ (a >> 7) ^ (a >> 13)) % SHARDS];
+}
+
+static void lock(struct shard *s)
+{
+	while (__atomic_exchange_n(&s->lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&s->lock, __ATOMIC_RELAXED))
+			hz_os_yield();
+}
+
+static void unlock(struct shard *s)
+{
+	__atomic_store_n(&s->lock, 0, __ATOMIC_RELEASE);
+}
+
+static int held(const struct shard *s, const void *p)
+{
+	for (unsigned i = 0, k = s->head; i < s->count; i++, k = (k + 1) % SLOTS)
+		if (s->p[k] == p)
+			return 1;
+	return 0;
+}
+
+int hz_quarantine_put(void *p, size_t n, struct hz_evicted *out)
+{
+	struct shard *s = shard_of(p);
+	out->count = 0;
+	lock(s);
+	if (held(s, p)) {
+		unlock(s);
+		return -1;
+	}
+	while (s->count && (s->count == SLOTS || s->bytes + n > CAP)) {
+		out->p[out->count] = s->p[s->head];
+		out->n[out->count++] = s->n[s->head];
+		s->bytes -= s->n[s->head];
+		s->head = (s->head + 1) % SLOTS;
+		s->count--;
+	}
+	if (n <= CAP) {
+		unsigned k = (s->head + s->count) % SLOTS;
+		s->p[k] = p;
+		s->n[k] = n;
+		s->count++;
+		s->bytes += n;
+		__atomic_fetch_add(&quarantined, 1, __ATOMIC_RELAXED);
+	} else {
+		out->p[out->count] = p;
+		out->n[out->count++] = n;
+	}
+	unlock(s);
+	return 0;
+}
+
+int hz_quarantine_holds(const void *p)
+{
+	struct shard *s = shard_of(p);
+	lock(s);
+	int r = held(s, p);
+	unlock(s);
+	return r;
+}
+
+void hz_quarantine_fork_prepare(void)
+{
+	for (int i = 0; i < SHARDS; i++)
+		lock(&shards[i]);
+}
+
+void hz_quarantine_fork_parent(void)
+{
+	for (int i = SHARDS - 1; i >= 0; i--)
+		unlock(&shards[i]);
+}
+
+void hz_quarantine_fork_child(void)
+{
+	hz_quarantine_fork_parent();
+}
+
+void hz_hardened_counters(hz_counter_fn fn, void *arg)
+{
+	size_t held_bytes = 0;
+	for (int i = 0; i < SHARDS; i++)
+		held_bytes += __atomic_load_n(&shards[i].bytes, __ATOMIC_RELAXED);
+	fn(arg, "hardened.on", (uint64_t)hz_hardened, 1);
+	/* What free cleared (the clearing moved there from calloc, which
+	 * finds the arenas' freed blocks known zero: calloc.large.known_zero_bytes). */
+	fn(arg, "hardened.cleared_large_bytes", __atomic_load_n(&cleared_large, __ATOMIC_RELAXED), 0);
+	fn(arg, "hardened.cleared_small_bytes", __atomic_load_n(&cleared_small, __ATOMIC_RELAXED), 0);
+	/* Freed bytes in no page in memory, left as they were: zero already. */
+	fn(arg, "hardened.not_resident_bytes", __atomic_load_n(&skipped, __ATOMIC_RELAXED), 0);
+	fn(arg, "hardened.guards", __atomic_load_n(&guards, __ATOMIC_RELAXED), 0);
+	fn(arg, "hardened.guard_failures", __atomic_load_n(&guard_failures, __ATOMIC_RELAXED), 0);
+	fn(arg, "hardened.quarantined", __atomic_load_n(&quarantined, __ATOMIC_RELAXED), 0);
+	fn(arg, "hardened.quarantine_bytes", held_bytes, 1);
+}
