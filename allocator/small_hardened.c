@@ -159,11 +159,11 @@ static void *resized(void *p, size_t n, int flags)
 	if (n + TAG <= u && (!align || ((uintptr_t)p & (align - 1)) == 0)) {
 		unsigned char *b = p;
 		if (n > old) {
-			memset(b + old, 0, sizeof(uint64_t)); /* the old canary */
+			hz_memzero(b + old, sizeof(uint64_t)); /* the old canary */
 			if (flags & HZ_JE_ZERO)
-				memset(b + old, 0, n - old);
+				hz_memzero(b + old, n - old);
 		} else {
-			memset(b + n, 0, old - n + sizeof(uint64_t)); /* given up, and the old canary */
+			hz_memzero(b + n, old - n + sizeof(uint64_t)); /* given up, and the old canary */
 		}
 		stamp(b, n, u);
 		return p;
