@@ -1010,9 +1010,14 @@ void hz_hardened_setup(int on);
 /* Makes the n bytes at p zero, counted; a large block's (page-aligned)
  * 2 MiB steps with no page in memory are left alone (they read zero). */
 void hz_hardened_clear(void *p, size_t n, int large);
+/* A large block handed out from freed pages, which free cleared: its
+ * first 64 bytes still zero, or a write after free is reported (abort). */
+void hz_hardened_reused(const void *p);
 /* The page at p becomes a guard page (on) or ordinary memory reading
  * zero; a guard that cannot be installed is counted, not fatal. */
 void hz_hardened_guard(void *p, int on);
+/* Whether a guard page could not be installed, ever. */
+int hz_hardened_guard_failed(void);
 
 /* The quarantine's evictions: blocks to free now. */
 struct hz_evicted {

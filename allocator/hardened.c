@@ -1,5 +1,7 @@
 /* Hardened mode (hardened.c): zero on free, guard pages, and the
  * quarantine that catches small blocks freed twice. */
+#include <stdlib.h>
+
 #include "../obs/obs.h"
 #include "../os/os.h"
 #include "allocator.h"
@@ -42,6 +44,18 @@ void hz_hardened_clear(void *p, size_t n, int large)
 	__atomic_fetch_add(&skipped, n - done, __ATOMIC_RELAXED);
 }
 
+void hz_hardened_reused(const void *p)
+{
+	const uint64_t *w = p;
+	uint64_t any = 0;
+	for (int i = 0; i < 8; i++)
+		any |= w[i];
+	if (any) {
+		hz_os_log("malloc(): a freed block was written to (write after free)", NULL, NULL);
+		abort();
+	}
+}
+
 /* ---- guard pages ---- */
 
 void hz_hardened_guard(void *p, int on)
@@ -52,6 +66,11 @@ void hz_hardened_guard(void *p, int on)
 	} else if (on) { /* no guard (a mapping limit): the block works without one */
 		__atomic_fetch_add(&guard_failures, 1, __ATOMIC_RELAXED);
 	}
+}
+
+int hz_hardened_guard_failed(void)
+{
+	return __atomic_load_n(&guard_failures, __ATOMIC_RELAXED) != 0;
 }
 
 /* ---- quarantine ---- */

@@ -124,8 +124,11 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 	}
 	if (got.fresh) /* never its guard page: the helpers may go on after the return */
 		hz_populate_block(p, body, got.fresh, got.populate, zero);
-	if (guard)
+	if (guard) {
+		if (got.fresh < body) /* freed pages, cleared at their free */
+			hz_hardened_reused(p);
 		hz_hardened_guard((unsigned char *)p + body, 1);
+	}
 	if (size >= HZ_HELPERS_MIN) /* its clears may share the work */
 		hz_helpers_start();
 	if (hz_zeroer_enabled)
@@ -159,11 +162,13 @@ int hz_large_free(struct hz_owner o, void *p)
 	hz_populate_freed(p);
 	int cleared = 0;
 	if (hz_hardened) {
-		size_t n = taken(o, p);
-		if (n <= HZ_PAGE)
+		size_t n = taken(o, p), guard = guard_bytes();
+		if (n <= guard)
 			return -1; /* not a live block */
-		hz_hardened_guard((unsigned char *)p + n - HZ_PAGE, 0);
-		hz_hardened_clear(p, n - HZ_PAGE, 1);
+		hz_hardened_guard((unsigned char *)p + n - guard, 0);
+		/* The guard page reads zero once removed; where one could not
+		 * be installed, it may have been written to. */
+		hz_hardened_clear(p, hz_hardened_guard_failed() ? n : n - guard, 1);
 		cleared = 1;
 	}
 	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge, cleared) : -1)

@@ -235,7 +235,7 @@ def cmd_suite(args):
     lib = os.path.realpath(args.lib) if args.lib else library()
     if args.real:
         sys.exit(real.run_real(lib, reps, args.out or "hugezero-real", args.cases, args.compress_mb,
-                               args.hardened))
+                               args.hardened, args.allocators))
     for b in ("alloc_bench", "churn_bench"):
         if not os.access(os.path.join(os.path.dirname(lib), "bench", b), os.X_OK):
             sys.exit("hugezero suite: %s not built (scripts/build.sh build -DHZ_BENCH=ON)" % b)

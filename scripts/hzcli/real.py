@@ -440,12 +440,15 @@ def have(ctx, need):
     return os.path.exists(need) if os.path.isabs(need) else bool(shutil.which(need))
 
 
-def run_real(lib, reps, out_dir, only=None, compress_mb=100, hardened=False):
+def run_real(lib, reps, out_dir, only=None, compress_mb=100, hardened=False, allocators=None):
     """Runs the cases whose names start with one of only (default: all),
     writes real.raw.csv, real.csv and real.svg in out_dir and prints the
     table; returns the exit status: 1 if a run failed. hardened adds
-    hugezero under HUGEZERO_HARDENED=1 beside the others (not a peer)."""
+    hugezero under HUGEZERO_HARDENED=1 beside the others (not a peer);
+    allocators, when given, are the only ones run (the others' columns
+    empty)."""
     allocs = ALLOCS + ((HZ_HARDENED,) if hardened else ())
+    run_allocs = tuple(a for a in allocs if not allocators or a in allocators)
     ctx = Ctx(lib)
     ctx.compress_mb = compress_mb
     cases = [c for c in CASES if not only or any(c.name.startswith(o) for o in only)]
@@ -458,7 +461,7 @@ def run_real(lib, reps, out_dir, only=None, compress_mb=100, hardened=False):
     os.makedirs(out_dir, exist_ok=True)
     start = time.time()
     try:
-        runs = alternate(cases, reps, lambda c, a: c.run(ctx, a), lambda c: c.name, allocs, progress=True)
+        runs = alternate(cases, reps, lambda c, a: c.run(ctx, a), lambda c: c.name, run_allocs, progress=True)
     finally:
         ctx.close()
     fields = ("rep", "case", "unit", "allocator", "value", "faults", "peak_rss_kib", "ref", "error")

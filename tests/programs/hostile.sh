@@ -20,13 +20,17 @@
 #     share of the limit) under ulimit -v and -d of 40-400 MB: on each
 #     seed, hugezero refuses no more calls than glibc (none where glibc
 #     refuses none)
-#   5 a memory cgroup (v1, root) of 240 MiB, four live blocks of 8-48 MiB
+#   5 a memory cgroup (v1, root) of 240 MiB, four live blocks of 8-48 MiB;
+#     5b the same under cgroup v2's memory.high, in a mount namespace of
+#     its own with cgroup2 at /sys/fs/cgroup, where the kernel offers the
+#     memory controller to v2 (not while v1's hierarchy holds it)
 #   6 impossible sizes: NULL, ENOMEM
 #   7 a double free, with and without malloc_trim between: SIGABRT
 #   8 C++ sized delete naming a wrong size for a 40 MiB block
 #   9 vm.overcommit_memory 2 (root; its commit limit raised to 4x memory so
 #     nothing else on the machine is refused, both put back at exit): the
-#     commit charge at most 1.10x glibc's, run alone after the others
+#     commit charge at most 1.10x glibc's, run alone after the others;
+#     9b real programs (sqlite3, python3, sort) in that window
 # Every run is under timeout (a hang fails); whatever is started is
 # stopped at exit.
 # Usage: hostile.sh LIBHUGEZERO BINDIR
@@ -215,6 +219,34 @@ for cg in "${cgroups[@]}"; do # what the cgroup saw, then it goes
 	for i in 1 2 3 4 5; do rmdir "$cg" 2>/dev/null && break; sleep 0.2; done
 done
 cgroups=()
+# 5b: cgroup v2's memory.high, where a cgroup2 hierarchy can have the
+# memory controller. Its group is made in a hierarchy mounted here, the
+# program run in a mount namespace where that hierarchy is at
+# /sys/fs/cgroup, where the library looks.
+c5b_why=""
+if [ $root = 0 ]; then
+	c5b_why="needs root"
+else
+	cg2=$work/cg2
+	mkdir -p "$cg2"
+	if ! mount -t cgroup2 none "$cg2" 2>/dev/null; then
+		c5b_why="cgroup2 cannot be mounted"
+	elif ! grep -qw memory "$cg2/cgroup.controllers"; then
+		c5b_why="the memory controller is bound to cgroup v1's hierarchy (a controller is in one hierarchy at a time, whatever the namespace)"
+	elif ! echo +memory >"$cg2/cgroup.subtree_control" 2>/dev/null || ! mkdir "$cg2/hz_test_$$"; then
+		c5b_why="no group with the memory controller could be made"
+	else
+		echo $((240 << 20)) >"$cg2/hz_test_$$/memory.high"
+		for a in "${have[@]}"; do
+			TO=$TO5 run c5b "$a" unshare -m sh -c 'mount -t cgroup2 none /sys/fs/cgroup || exit 99
+				echo $$ >"/sys/fs/cgroup/$1/cgroup.procs" || exit 99; shift; exec "$@"' sh "hz_test_$$" \
+				@PRE@ "$bin/hostile" cgroup
+			collect
+		done
+		rmdir "$cg2/hz_test_$$" 2>/dev/null
+	fi
+	umount "$cg2" 2>/dev/null
+fi
 
 # ---- phase 2: cases 3, 4, 6, 7, 8 ----
 # case 4's sequences: LIMIT.PERCENT.SEED
@@ -357,6 +389,12 @@ else
 	skipall "$c" "needs root and cgroup v1 memory (/sys/fs/cgroup/memory)"
 fi
 
+if [ -z "$c5b_why" ]; then
+	TO=$TO5 standard "5b cgroup v2 memory.high 240 MiB: 300 x calloc 8-48 MiB" c5b cmp
+else
+	skipall "5b cgroup v2 memory.high 240 MiB" "$c5b_why"
+fi
+
 if [ "$overcommit" != 1 ]; then
 	standard "6 impossible sizes: NULL, ENOMEM" c6 fixed
 else
@@ -390,6 +428,16 @@ if [ $root = 1 ]; then
 	echo $(($(awk '/^MemTotal:/ {print $2}' /proc/meminfo) * 4)) >/proc/sys/vm/overcommit_kbytes
 	echo 2 >/proc/sys/vm/overcommit_memory
 	for a in "${have[@]}"; do run c9 "$a" @PRE@ "$bin/hostile" commit; collect; done
+	# 9b: real programs in the same window, where their every mapping is charged
+	for a in "${have[@]}"; do
+		command -v sqlite3 >/dev/null && run c9sqlite "$a" @PRE@ sqlite3 :memory: \
+			"with recursive c(x) as (select 1 union all select x+1 from c where x<300000)
+			 select count(*), sum(length(hex(randomblob(x%2000)))) from c;"
+		run c9python "$a" @PRE@ python3 -c \
+			"import json; d=[list(range(i%500)) for i in range(20000)]; print(len(json.loads(json.dumps(d))))"
+		run c9sort "$a" sh -c 'seq 1 400000 | "$@" sort -S 64M -r -n | head -1' sh @PRE@
+		collect
+	done
 	restore_overcommit
 	g=$(out c9.glibc | head -1)
 	for a in "${have[@]}"; do
@@ -405,6 +453,9 @@ if [ $root = 1 ]; then
 		fi
 	done
 	judge "$c" cmp
+	command -v sqlite3 >/dev/null && standard "9b overcommit 2: sqlite3, 300000 rows of blobs" c9sqlite cmp
+	standard "9b overcommit 2: python3, json of 20000 lists" c9python cmp
+	standard "9b overcommit 2: sort -S 64M of 400000 lines" c9sort cmp
 else
 	skipall "$c" "needs root"
 fi
