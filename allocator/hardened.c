@@ -21,12 +21,25 @@ void hz_hardened_setup(int on)
  * fault them in (a 1 GiB block of which the program touched 1%). */
 #define STEP ((size_t)2 << 20)
 
+/* A freed large block is not read again soon: streamed past the caches
+ * (the policy's last tier's zero kernel), which keep the program's
+ * working set, as a clear of its own size would not. */
+static void stream_zero(void *p, size_t n)
+{
+	unsigned k = hz_policy.zero[HZ_TIERS - 1];
+	hz_count_kernel(k, n);
+	hz_fill(k, p, 0, n);
+}
+
 void hz_hardened_clear(void *p, size_t n, int large)
 {
 	unsigned char *b = p, *e = b + n;
 	size_t done = 0;
-	if (!large || n < 2 * STEP) {
+	if (!large) {
 		hz_fill_counted(p, 0, n);
+		done = n;
+	} else if (n < 2 * STEP) {
+		stream_zero(p, n);
 		done = n;
 	} else {
 		while (b < e) {
@@ -34,7 +47,7 @@ void hz_hardened_clear(void *p, size_t n, int large)
 			size_t len = (size_t)((next < e ? next : e) - b), resident = 1;
 			/* b is page-aligned (a large block's pages); on an error, cleared */
 			if (hz_os_count_resident(b, len >> HZ_PAGE_SHIFT, &resident) || resident) {
-				hz_fill_counted(b, 0, len);
+				stream_zero(b, len);
 				done += len;
 			}
 			b += len;
