@@ -6,10 +6,12 @@
  *   moved     a loop of calloc, write, free of 8 MiB: the clearing done at
  *             free, none at calloc (hugezero's counters), every byte zero
  *   guard N   a write one byte past a block of N MiB (SIGSEGV expected)
- *   resize    realloc and the usable size of small blocks keep the bytes
+ *   resize    realloc and the usable size of small blocks keep the bytes;
+ *             sizes near SIZE_MAX refused with ENOMEM
  * Usage: hardened MODE [N] */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -109,6 +111,15 @@ static int resize(void)
 	p = realloc(p, 12);
 	if (!p || memcmp(p, "012345678", 10))
 		return 1;
+	/* Sizes nobody can serve, near SIZE_MAX (the tag's 16 bytes on top
+	 * must not wrap): NULL and ENOMEM, the block kept. */
+	volatile size_t top = SIZE_MAX; /* unseen by the compiler's size checks */
+	errno = 0;
+	if (malloc(top - 8) || errno != ENOMEM || calloc(top / 2, 3) || realloc(p, top - 4) ||
+	    errno != ENOMEM || memcmp(p, "012345678", 10)) {
+		printf("a size near SIZE_MAX was not refused with ENOMEM\n");
+		return 1;
+	}
 	free(p);
 	return 0;
 }
