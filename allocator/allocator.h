@@ -1013,9 +1013,10 @@ void hz_hardened_clear(void *p, size_t n, int large);
 /* A large block handed out from freed pages, which free cleared: its
  * first 64 bytes still zero, or a write after free is reported (abort). */
 void hz_hardened_reused(const void *p);
-/* The page at p becomes a guard page (on) or ordinary memory reading
- * zero; a guard that cannot be installed is counted, not fatal. */
-void hz_hardened_guard(void *p, int on);
+/* The size bytes at p become a guard (on) or ordinary memory reading
+ * zero, a huge page's span then able to be a huge page again; a guard
+ * that cannot be installed is counted, not fatal. */
+void hz_hardened_guard(void *p, size_t size, int on);
 /* Whether a guard page could not be installed, ever. */
 int hz_hardened_guard_failed(void);
 

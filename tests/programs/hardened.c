@@ -5,7 +5,8 @@
  *             check is seen to fail)
  *   moved     a loop of calloc, write, free of 8 MiB: the clearing done at
  *             free, none at calloc (hugezero's counters), every byte zero
- *   guard N   a write one byte past a block of N MiB (SIGSEGV expected)
+ *   guard N   a write one byte past the usable size of a block of N MiB
+ *             and 100 bytes (SIGSEGV expected), that size checked
  *   resize    realloc and the usable size of small blocks keep the bytes;
  *             sizes near SIZE_MAX refused with ENOMEM
  * Usage: hardened MODE [N] */
@@ -85,11 +86,19 @@ static int moved(void)
 
 static int guard(size_t mib)
 {
-	char *p = malloc(mib * MIB);
+	size_t n = mib * MIB + 100, u; /* not whole pages */
+	char *p = malloc(n);
 	if (!p)
 		return 2;
-	memset(p, 1, mib * MIB);
-	((volatile char *)p)[mib * MIB] = 1; /* the byte after the block */
+	/* Rounded up to whole pages, or from a huge page up to whole huge
+	 * pages: never by more. */
+	u = malloc_usable_size(p);
+	if (u < n || u - n >= (n >= 2 * MIB ? 2 * MIB : 4096)) {
+		printf("usable size %zu for %zu bytes\n", u, n);
+		return 1;
+	}
+	memset(p, 1, u);
+	((volatile char *)p)[u] = 1; /* the byte after the block */
 	printf("wrote past a %zu MiB block\n", mib);
 	return 0;
 }
