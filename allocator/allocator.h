@@ -1014,8 +1014,7 @@ void hz_hardened_clear(void *p, size_t n, int large);
  * first 64 bytes still zero, or a write after free is reported (abort). */
 void hz_hardened_reused(const void *p);
 /* The size bytes at p become a guard (on) or ordinary memory reading
- * zero, a huge page's span then able to be a huge page again; a guard
- * that cannot be installed is counted, not fatal. */
+ * zero; a guard that cannot be installed is counted, not fatal. */
 void hz_hardened_guard(void *p, size_t size, int on);
 /* Whether a guard page could not be installed, ever. */
 int hz_hardened_guard_failed(void);

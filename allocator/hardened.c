@@ -76,10 +76,6 @@ void hz_hardened_guard(void *p, size_t size, int on)
 	if (!hz_os_guard(p, size, on)) {
 		if (on)
 			__atomic_fetch_add(&guards, 1, __ATOMIC_RELAXED);
-		/* A huge page's span, never touched: its page table, left by
-		 * the guard, goes too, so that it can be a huge page again. */
-		else if (size >= STEP)
-			hz_os_dontneed(p, size);
 	} else if (on) { /* no guard (a mapping limit): the block works without one */
 		__atomic_fetch_add(&guard_failures, 1, __ATOMIC_RELAXED);
 	}

@@ -68,7 +68,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_THREADS] = {"THREADS", HZ_OPT_UINT, SIZE(0), "(CPU set)",
 			    "threads that share a fresh block's population, a memset in an arena block, or calloc's clear of a recycled block, from 64 MiB: the caller and THREADS - 1 helpers (at most 16) at SCHED_IDLE, offered the work only while a core is idle; 1: the caller alone"},
 	[HZ_OPT_HARDENED] = {"HARDENED", HZ_OPT_BOOL, NUM(0), NULL,
-			     "1: every block's bytes are zero before free returns (large ones known zero after, so calloc clears nothing recycled), a guard page after every large block, small blocks held in a quarantine where a second free, a realloc of a freed block or a write after free is caught (abort); read at the first allocation"},
+			     "1: every block's bytes are zero before free returns (large ones known zero after, so calloc clears nothing recycled), a guard after every large block (from 2 MiB whole huge pages and a 2 MiB guard), small blocks held in a quarantine where a second free, a realloc of a freed block or a write after free is caught (abort); read at the first allocation"},
 	[HZ_OPT_STATS] = {"STATS", HZ_OPT_NAME, NONE, "(none)",
 			  "write the counters at exit to stderr, or to this path (%p: the pid; else .PID appended, before a final .prom), mode 0600 (0644 in the prometheus format, for a collector of another user), no symlinks"},
 	[HZ_OPT_STATS_FORMAT] = {"STATS_FORMAT", HZ_OPT_NAME, NAME("text"), NULL,

@@ -97,6 +97,12 @@ static int guard(size_t mib)
 		printf("usable size %zu for %zu bytes\n", u, n);
 		return 1;
 	}
+	/* Hardened, from 2 MiB: whole huge pages, huge-page aligned. */
+	const char *h = getenv("HUGEZERO_HARDENED");
+	if (h && !strcmp(h, "1") && n >= 2 * MIB && (((uintptr_t)p | u) & (2 * MIB - 1))) {
+		printf("a %zu-byte block at %p, %zu usable: not whole huge pages\n", n, (void *)p, u);
+		return 1;
+	}
 	memset(p, 1, u);
 	((volatile char *)p)[u] = 1; /* the byte after the block */
 	printf("wrote past a %zu MiB block\n", mib);
