@@ -1004,6 +1004,13 @@ void hz_populate_stats(struct hz_populate_stats *out);
 
 /* Set once at setup: 1 in hardened mode. */
 extern int hz_hardened;
+/* Whether a large block of size bytes is, in hardened mode, whole huge
+ * pages followed by a huge page's guard span (large.c): from a huge page
+ * up, except where every mapping counts against a limit. */
+static inline int hz_hardened_huge(size_t size)
+{
+	return hz_hardened && !hz_huge_fitted && size > HZ_HUGE_SIZE - HZ_PAGE;
+}
 /* Sets the mode, before any block (the small engine's part:
  * hz_small_harden). */
 void hz_hardened_setup(int on);
@@ -1125,11 +1132,14 @@ void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size);
  * (jemalloc's xallocx); returns its usable size after, or 0 when p is not
  * a live block. */
 size_t hz_large_resize(struct hz_owner o, void *p, size_t size);
-/* The usable size hz_large_alloc(size) gives (whole pages), or 0 when size
- * is out of range. */
+/* The usable size hz_large_alloc(size) gives (whole pages; whole huge
+ * pages for hardened mode's blocks from a huge page), or 0 when size is
+ * out of range. */
 static inline size_t hz_large_good_size(size_t size)
 {
-	return size && size <= hz_block_max ? hz_round_up(size, HZ_PAGE) : 0;
+	if (!size || size > hz_block_max)
+		return 0;
+	return hz_round_up(size, hz_hardened_huge(size) ? HZ_HUGE_SIZE : HZ_PAGE);
 }
 
 /* Releases every free dirty page of every chunk, partial huge pages

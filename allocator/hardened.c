@@ -18,7 +18,9 @@ void hz_hardened_setup(int on)
 
 /* Whole 2 MiB steps with no page in memory are left as they are: they
  * read zero already (never touched, or released), and a clear would
- * fault them in (a 1 GiB block of which the program touched 1%). */
+ * fault them in (a 1 GiB block of which the program touched 1%). Not
+ * where swap is configured: a page swapped out is not in memory either,
+ * and holds the program's bytes. */
 #define STEP ((size_t)2 << 20)
 
 /* A freed large block is not read again soon: streamed past the caches
@@ -39,6 +41,9 @@ void hz_hardened_clear(void *p, size_t n, int large)
 		hz_fill_counted(p, 0, n);
 		done = n;
 	} else if (n < 2 * STEP) {
+		stream_zero(p, n);
+		done = n;
+	} else if (hz_os_swap_possible()) {
 		stream_zero(p, n);
 		done = n;
 	} else {

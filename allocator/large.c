@@ -87,7 +87,7 @@ static size_t guard_for(size_t size)
 {
 	if (!hz_hardened)
 		return 0;
-	return size > HZ_HUGE_SIZE - HZ_PAGE && !hz_huge_fitted ? HZ_HUGE_SIZE : HZ_PAGE;
+	return hz_hardened_huge(size) ? HZ_HUGE_SIZE : HZ_PAGE;
 }
 
 /* The guard of a live block of n bytes with its guard: a block with a
@@ -123,7 +123,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		 * run.c, huge_cache.c). */
 		probe = hz_zeroer_enabled && hz_unlikely(hz_fresh_probe_due(1));
 	}
-	got.populate = hz_populate_wanted(hz_round_up(size, HZ_PAGE));
+	got.populate = hz_populate_wanted(body); /* learnt by the block's size (populate.c) */
 	if (size && size <= HZ_RUN_MAX && !hz_huge_fitted)
 		p = hz_run_alloc(hz_round_up(size, HZ_PAGE) >> HZ_PAGE_SHIFT, align >> HZ_PAGE_SHIFT, zero, &got);
 	/* Larger blocks, and those no chunk could be mapped for (an
@@ -144,7 +144,7 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 	if (got.fresh) /* never its guard page: the helpers may go on after the return */
 		hz_populate_block(p, body, got.fresh, got.populate, zero);
 	if (guard) {
-		if (got.fresh < body) /* freed pages, cleared at their free */
+		if (got.fresh < size) /* freed pages, cleared at their free */
 			hz_hardened_reused(p);
 		hz_hardened_guard((unsigned char *)p + body, guard, 1);
 	}
@@ -194,8 +194,9 @@ int hz_large_free(struct hz_owner o, void *p)
 		 * 1.5x slower). */
 		if (guard == HZ_HUGE_SIZE && o.chunk)
 			hz_os_dontneed((unsigned char *)p + n - guard, guard);
-		/* The guard page reads zero once removed; where one could not
-		 * be installed, it may have been written to. */
+		/* The guard reads zero once removed (zero when it was made
+		 * one, and never writable since); where one could not be
+		 * installed, it may have been written to. */
 		hz_hardened_clear(p, hz_hardened_guard_failed() ? n : n - guard, 1);
 		cleared = 1;
 	}

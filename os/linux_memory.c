@@ -9,6 +9,7 @@
 #include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/sysinfo.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -114,6 +115,15 @@ int hz_os_resident(const void *p)
 	unsigned char v = 0;
 	int saved = errno;
 	return !hz_os_status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
+}
+
+int hz_os_swap_possible(void)
+{
+	struct sysinfo si;
+	int saved = errno;
+	long r = syscall(SYS_sysinfo, &si);
+	errno = saved;
+	return r != 0 || si.totalswap != 0;
 }
 
 int hz_os_count_resident(const void *p, size_t n, size_t *resident)

@@ -63,6 +63,9 @@ int hz_os_resident(const void *p);
  * a window at a time): 0 and *resident, or an errno (ENOMEM where part
  * of the range is not mapped). */
 int hz_os_count_resident(const void *p, size_t n, size_t *resident);
+/* Whether anonymous memory may be swapped out (swap configured; 1 when
+ * that cannot be learnt): then a page not in memory may hold data. */
+int hz_os_swap_possible(void);
 /* Whether the page at p is mapped at all (mincore's ENOMEM says it is
  * not); 1 when it cannot tell. */
 int hz_os_mapped(const void *p);

@@ -97,6 +97,12 @@ static int guard(size_t mib)
 		printf("usable size %zu for %zu bytes\n", u, n);
 		return 1;
 	}
+	/* nallocx (jemalloc's API, hugezero's) tells the same size. */
+	size_t (*nalloc)(size_t, int) = (size_t (*)(size_t, int))dlsym(RTLD_DEFAULT, "nallocx");
+	if (nalloc && nalloc(n, 0) != u) {
+		printf("nallocx says %zu for %zu bytes, the block has %zu\n", nalloc(n, 0), n, u);
+		return 1;
+	}
 	/* Hardened, from 2 MiB: whole huge pages, huge-page aligned. */
 	const char *h = getenv("HUGEZERO_HARDENED");
 	if (h && !strcmp(h, "1") && n >= 2 * MIB && (((uintptr_t)p | u) & (2 * MIB - 1))) {
