@@ -40,10 +40,7 @@ void hz_hardened_clear(void *p, size_t n, int large)
 	if (!large) {
 		hz_fill_counted(p, 0, n);
 		done = n;
-	} else if (n < 2 * STEP) {
-		stream_zero(p, n);
-		done = n;
-	} else if (hz_os_swap_possible()) {
+	} else if (n < 2 * STEP || hz_os_swap_possible()) {
 		stream_zero(p, n);
 		done = n;
 	} else {

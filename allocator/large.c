@@ -192,12 +192,12 @@ int hz_large_free(struct hz_owner o, void *p)
 		 * releasing a page table made the next touches of the
 		 * process's memory fault again here (a 32 MiB calloc+touch
 		 * 1.5x slower). */
-		if (guard == HZ_HUGE_SIZE && o.chunk)
-			hz_os_dontneed((unsigned char *)p + n - guard, guard);
+		int released = guard == HZ_HUGE_SIZE && o.chunk &&
+			       !hz_os_dontneed((unsigned char *)p + n - guard, guard);
 		/* The guard reads zero once removed (zero when it was made
-		 * one, and never writable since); where one could not be
-		 * installed, it may have been written to. */
-		hz_hardened_clear(p, hz_hardened_guard_failed() ? n : n - guard, 1);
+		 * one, and never writable since), or released; where one
+		 * could not be installed, it may have been written to. */
+		hz_hardened_clear(p, hz_hardened_guard_failed() && !released ? n : n - guard, 1);
 		cleared = 1;
 	}
 	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge, cleared) : -1)
