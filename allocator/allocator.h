@@ -1269,6 +1269,15 @@ int hz_small_use_next(const struct hz_small_next *fns);
  * the small blocks: set up before the program's threads can fork
  * half-way through its start. */
 void hz_small_start(void);
+/* Where the embedded jemalloc is not started at the allocator's start, the
+ * pages of its zeroed tables (its radix tree's root, 2 MiB of the image)
+ * are given back: under an address-space limit they would cost the
+ * program 2 MiB of its blocks. hz_small_tables_back maps them again, zero
+ * as the loader left them, before a call to its control interface starts
+ * it after all: 0, or EAGAIN (what its mallctl answers when it cannot
+ * start) when they cannot be. */
+void hz_small_release_tables(void);
+int hz_small_tables_back(void);
 /* Hardened mode (small_hardened.c): the small engine's table wrapped, so
  * every block carries a tag and a canary, is cleared at free and held in
  * the quarantine; at the allocator's start, before any block. */

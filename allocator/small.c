@@ -56,6 +56,53 @@ void hz_small_start(void)
 	hz_je_mallctl("arenas.narenas", &n, &sz, NULL, 0); /* any call starts it */
 }
 
+/* The bounds of jemalloc's zeroed tables, a section of their own
+ * (scripts/jemalloc-rename.sh); weak, so none in another jemalloc build. */
+extern char __start_hz_je_tables[] __attribute__((weak, visibility("hidden")));
+extern char __stop_hz_je_tables[] __attribute__((weak, visibility("hidden")));
+/* 1 while the tables' pages are given back; tables_lock held to change it. */
+static int tables_released, tables_lock;
+
+/* The whole pages inside the section: the ones at its ends may hold other
+ * zeroed data. 0 when there are none. */
+static size_t table_pages(char **start)
+{
+	uintptr_t ps = hz_page_size, a = (uintptr_t)__start_hz_je_tables, b = (uintptr_t)__stop_hz_je_tables;
+	a = (a + ps - 1) & ~(ps - 1);
+	b &= ~(ps - 1);
+	*start = (char *)a;
+	return __start_hz_je_tables && b > a ? b - a : 0;
+}
+
+void hz_small_release_tables(void)
+{
+	char *p;
+	size_t n = table_pages(&p);
+	if (n && !hz_os_unmap(p, n))
+		__atomic_store_n(&tables_released, 1, __ATOMIC_RELEASE);
+}
+
+int hz_small_tables_back(void)
+{
+	if (!__atomic_load_n(&tables_released, __ATOMIC_ACQUIRE))
+		return 0;
+	while (__atomic_exchange_n(&tables_lock, 1, __ATOMIC_ACQUIRE))
+		hz_os_yield();
+	int e = 0;
+	if (tables_released) {
+		char *p;
+		size_t n = table_pages(&p);
+		/* Refused where the limit has no room left, or where another
+		 * mapping took the hole. */
+		if (hz_os_map_at(p, n, 0))
+			e = EAGAIN;
+		else
+			__atomic_store_n(&tables_released, 0, __ATOMIC_RELEASE);
+	}
+	__atomic_store_n(&tables_lock, 0, __ATOMIC_RELEASE);
+	return e;
+}
+
 void *hz_small_calloc(size_t size, int flags)
 {
 	void *p = flags ? hz_je_mallocx(size, flags) : hz_je_malloc(size);

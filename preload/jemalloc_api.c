@@ -4,6 +4,7 @@
  * with their flags (alloc.c): large requests aligned to at most a huge
  * page, with no explicit jemalloc arena, go to the hugepage arenas; the
  * rest to the embedded jemalloc, flags and all. */
+#include <errno.h>
 #include <malloc.h>
 #include <stdlib.h>
 
@@ -92,6 +93,8 @@ HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 {
 	if (hz_small_ctl.mallctl) /* the jemalloc that serves the small blocks */
 		return hz_small_ctl.mallctl(name, oldp, oldlenp, newp, newlen);
+	if (hz_small_tables_back())
+		return EAGAIN;
 	return hz_je_mallctl(name, oldp, oldlenp, newp, newlen);
 }
 
@@ -99,6 +102,8 @@ HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)
 {
 	if (hz_small_ctl.nametomib)
 		return hz_small_ctl.nametomib(name, mibp, miblenp);
+	if (hz_small_tables_back())
+		return EAGAIN;
 	return hz_je_mallctlnametomib(name, mibp, miblenp);
 }
 
@@ -107,6 +112,8 @@ HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t 
 {
 	if (hz_small_ctl.bymib)
 		return hz_small_ctl.bymib(mib, miblen, oldp, oldlenp, newp, newlen);
+	if (hz_small_tables_back())
+		return EAGAIN;
 	return hz_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
 }
 
@@ -115,6 +122,10 @@ HZ_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *
 {
 	if (hz_small_ctl.stats_print)
 		hz_small_ctl.stats_print(write_cb, cbopaque, opts);
+	else if (hz_small_tables_back()) /* as jemalloc's, where it cannot start */
+		hz_os_log("malloc_stats_print: the embedded jemalloc cannot start: its tables cannot be "
+			  "mapped",
+			  NULL, NULL);
 	else
 		hz_je_malloc_stats_print(write_cb, cbopaque, opts);
 }

@@ -108,6 +108,8 @@ void hz_allocator_start(void)
 	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
 		if (decide_small(hz_option(HZ_OPT_SMALL)->str))
 			hz_small_start();
+		else
+			hz_small_release_tables();
 		size_t threshold = hz_options_start_arenas();
 		if (hz_hardened)
 			hz_small_harden();

@@ -3,9 +3,9 @@
 # defines gets the prefix hz_je_, references included, so it can be linked
 # beside hugezero's own malloc (in libhugezero.so and libhugezero.a) without
 # a clash, and the program never binds to it.
-# Usage: jemalloc-rename.sh IN.a OUT.a [NM] [OBJCOPY]
+# Usage: jemalloc-rename.sh IN.a OUT.a [NM] [OBJCOPY] [AR]
 set -eu
-in=$1 out=$2 nm=${3:-nm} objcopy=${4:-objcopy}
+in=$1 out=$2 nm=${3:-nm} objcopy=${4:-objcopy} ar=${5:-ar}
 map=$out.syms
 "$nm" -g --defined-only "$in" 2>/dev/null |
 	awk 'NF == 3 && !seen[$3]++ { print $3, "hz_je_" $3 }' >"$map"
@@ -30,3 +30,17 @@ grep -q '^mallocx ' "$map"
 "$objcopy" --redefine-syms="$map" --remove-section=.init_array --remove-section=.rela.init_array \
 	"$in" "$out.tmp"
 mv "$out.tmp" "$out"
+# The zeroed data of the object that holds jemalloc's radix-tree root
+# (je_arena_emap_global, 2 MiB of the library's image) goes to a section
+# of its own, hz_je_tables, whose bounds the linker gives as
+# __start_hz_je_tables and __stop_hz_je_tables: where jemalloc is never
+# started, the library gives those pages back (allocator/small.c).
+member=$("$nm" -A --defined-only "$in" 2>/dev/null |
+	awk '$NF == "je_arena_emap_global" && $(NF-1) ~ /^[bB]$/ { n = split($1, f, ":"); print f[n-1]; exit }')
+if [ -n "$member" ]; then
+	dir=$(mktemp -d)
+	trap 'rm -rf "$dir"' EXIT
+	(cd "$dir" && "$ar" x "$out" "$member" &&
+		"$objcopy" --rename-section .bss=hz_je_tables "$member" &&
+		"$ar" r "$out" "$member")
+fi

@@ -13,6 +13,11 @@
  *   count MIB         blocks of MIB MiB, one byte written in each, until
  *                     malloc fails (at most 100000): prints VmSize and
  *                     VmData (KiB) after a first small block, and the count.
+ *   mallctl           jemalloc's control interface, where the allocator
+ *                     has one (looked up: prints "none" otherwise):
+ *                     mallctl's epoch and arenas.narenas answer,
+ *                     malloc_stats_print writes; then blocks of 1 MiB until
+ *                     malloc fails, and mallctl answers 0 or EAGAIN.
  *   commit            400 blocks of 1-25 MiB, 40 live: prints the peak
  *                     of the private writable mappings (KiB), what
  *                     overcommit mode 2 charges.
@@ -26,6 +31,7 @@
  *                     free a written 40 MiB block twice (malloc_trim(0)
  *                     between): the second free must abort the process. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -194,6 +200,54 @@ static int count(size_t mib)
 		p[0] = 1;
 	}
 	printf("%zu\n", n);
+	return 0;
+}
+
+/* ---- mallctl ---- */
+
+static size_t stats_bytes;
+
+static void stats_write(void *arg, const char *s)
+{
+	(void)arg;
+	stats_bytes += strlen(s);
+}
+
+static int mallctl_(void)
+{
+	typedef int ctl_fn(const char *, void *, size_t *, void *, size_t);
+	typedef void print_fn(void (*)(void *, const char *), void *, const char *);
+	ctl_fn *ctl = (ctl_fn *)dlsym(RTLD_DEFAULT, "mallctl");
+	print_fn *print = (print_fn *)dlsym(RTLD_DEFAULT, "malloc_stats_print");
+	if (!ctl || !print) {
+		printf("none\n");
+		return 0;
+	}
+	print_footprint();
+	uint64_t epoch = 1;
+	size_t sz = sizeof epoch;
+	int e = ctl("epoch", &epoch, &sz, &epoch, sz);
+	if (e)
+		FAIL("mallctl(\"epoch\") gave %d", e);
+	unsigned n = 0;
+	sz = sizeof n;
+	if ((e = ctl("arenas.narenas", &n, &sz, NULL, 0)) || n == 0)
+		FAIL("mallctl(\"arenas.narenas\") gave %d, %u arenas", e, n);
+	print(stats_write, NULL, NULL);
+	if (stats_bytes == 0)
+		FAIL("malloc_stats_print wrote nothing");
+	size_t blocks = 0;
+	for (; blocks < 100000; blocks++) {
+		char *p = malloc(MIB);
+		if (!p)
+			break;
+		p[0] = 1;
+	}
+	sz = sizeof epoch;
+	e = ctl("epoch", &epoch, &sz, &epoch, sz);
+	if (e && e != EAGAIN)
+		FAIL("mallctl(\"epoch\") with the address space full gave %d", e);
+	printf("%u arenas, %zu bytes of statistics, %zu blocks of 1 MiB\n", n, stats_bytes, blocks);
 	return 0;
 }
 
@@ -472,6 +526,8 @@ int main(int argc, char **argv)
 		return commit();
 	if (!strcmp(m, "count") && a)
 		return count(a);
+	if (!strcmp(m, "mallctl"))
+		return mallctl_();
 	if (!strcmp(m, "cgroup"))
 		return cgroup();
 	if (!strcmp(m, "sequence") && argc > 4)
@@ -481,7 +537,7 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "doublefree") && argc > 2)
 		return doublefree(!strcmp(argv[2], "trim"));
 	fprintf(stderr, "usage: %s forkcalloc | untouched N MIB | one KIB | threads | count MIB | "
-			"cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim | commit\n",
+			"mallctl | cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim | commit\n",
 		argv[0]);
 	return 2;
 }
