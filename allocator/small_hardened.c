@@ -27,6 +27,12 @@
 
 static struct hz_small_engine inner;
 static uint64_t secret_tag, secret_canary;
+/* The main thread's stack (hz_os_main_stack): a pointer there (a local
+ * array freed) is no engine's block, and jemalloc's lookup of an address
+ * it never mapped faults; it is caught before, as glibc catches it. Other
+ * threads' stacks are not known without a lock (pthread_getattr_np's,
+ * which a free inside it would take again). */
+static uintptr_t stack_lo, stack_hi;
 
 static uint64_t mix(uint64_t x)
 {
@@ -53,7 +59,8 @@ static void stamp(unsigned char *p, size_t n, size_t usable)
  * live block or its canary changed. */
 static size_t check(const unsigned char *p, size_t *usable, const char *invalid, const char *overflow)
 {
-	if ((uintptr_t)p & 7) /* every engine's blocks are 8-aligned at least */
+	/* Every engine's blocks are 8-aligned at least. */
+	if (((uintptr_t)p & 7) || (uintptr_t)p - stack_lo < stack_hi - stack_lo)
 		bad(invalid);
 	size_t u = inner.usable((void *)p);
 	uint64_t t, c;
@@ -210,6 +217,7 @@ void hz_small_harden(void)
 	inner = hz_small;
 	secret_tag = hz_os_random64();
 	secret_canary = hz_os_random64();
+	hz_os_main_stack(&stack_lo, &stack_hi);
 	hz_small = (struct hz_small_engine){
 		h_malloc,  h_calloc,  h_realloc, h_free,    h_usable,   h_mallocx,
 		h_rallocx, h_xallocx, h_nallocx, h_dallocx, h_sdallocx, inner.jemalloc,

@@ -365,6 +365,20 @@ int hz_os_minor_faults(uint64_t *process, uint64_t *thread)
 	return 0;
 }
 
+/* The dynamic loader's (and the static libc's): where the program's
+ * arguments start, just above main's first frame. */
+extern void *__libc_stack_end;
+
+void hz_os_main_stack(uintptr_t *lo, uintptr_t *hi)
+{
+	const uintptr_t gap = (uintptr_t)128 << 20;
+	uintptr_t top = ((uintptr_t)__libc_stack_end + hz_page_size - 1) & ~(uintptr_t)(hz_page_size - 1);
+	struct rlimit r;
+	uintptr_t reach = getrlimit(RLIMIT_STACK, &r) || r.rlim_cur > gap ? gap : (uintptr_t)r.rlim_cur;
+	*hi = top;
+	*lo = top > reach ? top - reach : top;
+}
+
 uint64_t hz_os_thread_cpu_ns(void)
 {
 	struct timespec t;

@@ -154,6 +154,13 @@ void hz_os_cancel_restore(int old);
  * (no /proc). */
 int hz_os_runnable(unsigned *n);
 
+/* Addresses of the main thread's stack that no mapping of the heap can
+ * share, [*lo, *hi): from the top of the stack the program started on,
+ * down by its RLIMIT_STACK (the kernel keeps at least 128 MiB below the
+ * top free of other mappings), at most 128 MiB. *lo == *hi when not
+ * known. Reads no file and takes no lock. */
+void hz_os_main_stack(uintptr_t *lo, uintptr_t *hi);
+
 /* The calling thread's CPU time, in nanoseconds. */
 uint64_t hz_os_thread_cpu_ns(void);
 /* Page faults served without I/O so far (getrusage's ru_minflt): the

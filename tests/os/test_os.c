@@ -9,6 +9,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/mman.h>
@@ -341,4 +342,28 @@ Test(os, clock_and_environment)
 	cr_assert_eq(hz_os_cwd(cwd, sizeof cwd), 0);
 	cr_assert_eq(cwd[0], '/');
 	cr_assert_eq(hz_os_cwd(cwd, 1), ERANGE);
+}
+
+Test(os, main_stack)
+{
+	uintptr_t lo, hi;
+	volatile char local[64];
+	local[0] = 1;
+	hz_os_main_stack(&lo, &hi);
+	cr_assert_lt(lo, hi, "not known: [%#lx, %#lx)", (unsigned long)lo, (unsigned long)hi);
+	cr_assert_leq(hi - lo, (uintptr_t)128 << 20);
+	cr_assert((uintptr_t)local >= lo && (uintptr_t)local < hi, "a local at %p, not in [%#lx, %#lx)",
+		  (void *)local, (unsigned long)lo, (unsigned long)hi);
+	void *m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(m, MAP_FAILED);
+	cr_assert((uintptr_t)m + (1 << 20) <= lo || (uintptr_t)m >= hi, "a mapping at %p inside", m);
+	munmap(m, 1 << 20);
+	/* The reach is the stack's limit. */
+	struct rlimit old, one;
+	getrlimit(RLIMIT_STACK, &old);
+	one = (struct rlimit){1 << 20, old.rlim_max};
+	cr_assert_eq(setrlimit(RLIMIT_STACK, &one), 0);
+	hz_os_main_stack(&lo, &hi);
+	setrlimit(RLIMIT_STACK, &old);
+	cr_assert_eq(hi - lo, (uintptr_t)1 << 20);
 }

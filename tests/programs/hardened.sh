@@ -5,8 +5,9 @@
 # block faulting on its guard page, realloc keeping the bytes. Then the
 # heap-misuse probes (tests/programs/misuse.c) under glibc, the peers
 # (where installed) and hugezero with and without hardening, side by
-# side: hardened hugezero must catch at least as many as glibc, and no
-# run may end with a calloc byte not zero.
+# side: hardened hugezero must catch at least as many as glibc, a free of
+# a local array must end in glibc's message, and no run may end with a
+# calloc byte not zero.
 # Usage: hardened.sh LIB HARDENED_BINARY MISUSE_BINARY
 set -u
 lib=$1 prog=$2 misuse=$3
@@ -73,6 +74,17 @@ if [ "${caught[hardened]}" -ge "${caught[glibc]}" ]; then
 else
 	bad "hardened hugezero catches ${caught[hardened]} probes of 12, fewer than glibc's ${caught[glibc]}"
 fi
+# A free of a local array (the main thread's stack) ends as glibc ends
+# it, with its message, not in a fault inside the engine beneath.
+for s in small large; do
+	out=$(HUGEZERO_HARDENED=1 LD_PRELOAD=$lib timeout 30 "$misuse" invalid_free $s 2>&1 >/dev/null)
+	rc=$?
+	if [ $rc = 134 ] && grep -q 'free(): invalid pointer' <<<"$out"; then
+		ok "hardened: free of a local array ($s probe) aborts with glibc's message"
+	else
+		bad "hardened: free of a local array ($s probe): exit $rc, '$out', not SIGABRT with 'free(): invalid pointer'"
+	fi
+done 2>/dev/null
 for a in hugezero hardened; do
 	if [ "${wrong[$a]}" = 0 ]; then ok "$a: every calloc after a probe zero"; else bad "$a: ${wrong[$a]} probes left a calloc byte not zero"; fi
 done
