@@ -418,6 +418,9 @@ int hz_chunk_next_run(const struct hz_chunk *c, int want_dirty, size_t from, siz
 /* Pages [lo, hi), free and now zero in memory, become clean; populated
  * when the zeroer faulted them in rather than cleared them. */
 void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi, int populated);
+/* Pages [lo, hi), free, zero and not in memory (never touched, or given
+ * back by the caller), become fresh: neither dirty nor clean. */
+void hz_chunk_set_fresh(struct hz_chunk *c, size_t lo, size_t hi);
 /* Free dirty pages [lo, hi) are shared copy-on-write with a forked
  * process: left to calloc (a clear would only copy them), until taken or
  * released. */
@@ -840,8 +843,10 @@ void *hz_run_alloc(size_t npages, size_t align, int zero, struct hz_handout *out
 /* The length in bytes of the live block at p in chunk c, or 0. */
 size_t hz_run_usable(struct hz_chunk *c, const void *p);
 /* Frees the live block at p in chunk c: 0, or -1 when p is not one.
- * cleared: its bytes were made zero (hardened mode): its pages are clean. */
-int hz_run_free(struct hz_chunk *c, void *p, int cleared);
+ * cleared: its bytes were made zero (hardened mode): its pages are clean,
+ * but for its last fresh_tail, which are not in memory either (a guard
+ * span given back): fresh. */
+int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail);
 /* Resizes the live block at p in chunk c (old bytes) to size bytes in
  * place: 0, or -1 when the pages after it are not free. */
 int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size);

@@ -263,6 +263,16 @@ void hz_chunk_set_clean(struct hz_chunk *c, size_t lo, size_t hi, int populated)
 	hz_bits_set(c->populated, lo, hi, populated);
 }
 
+void hz_chunk_set_fresh(struct hz_chunk *c, size_t lo, size_t hi)
+{
+	c->dirty_free -= hz_bits_count(c->dirty, lo, hi);
+	c->clean_free -= hz_bits_count(c->clean, lo, hi);
+	hz_bits_set(c->dirty, lo, hi, 0);
+	hz_bits_set(c->clean, lo, hi, 0);
+	hz_bits_set(c->populated, lo, hi, 0);
+	hz_bits_set(c->shared, lo, hi, 0);
+}
+
 /* ---- purge: whole free 2 MiB blocks released in batches ---- */
 
 /* The batch being gathered: ranges in page indices, flushed when full

@@ -180,6 +180,7 @@ int hz_large_free(struct hz_owner o, void *p)
 	hz_fresh_freed(p); /* their readings before the clear touches it */
 	hz_populate_freed(p);
 	int cleared = 0;
+	size_t fresh_tail = 0; /* pages at its end not in memory: its span given back */
 	if (hz_hardened) {
 		size_t n = taken(o, p), guard = guard_in(n);
 		if (n <= guard)
@@ -199,9 +200,10 @@ int hz_large_free(struct hz_owner o, void *p)
 		 * could not be installed, it may have been written to. */
 		hz_hardened_clear(p, hz_hardened_guard_failed() && !released ? n : n - guard, 1);
 		cleared = 1;
+		fresh_tail = released ? guard >> HZ_PAGE_SHIFT : 0;
 	}
 	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge, cleared) : -1)
-		: o.chunk ? hz_run_free(o.chunk, p, cleared) : -1;
+		: o.chunk ? hz_run_free(o.chunk, p, cleared, fresh_tail) : -1;
 	if (!r && !cleared)
 		hz_zeroer_kick(1, 1); /* dirty memory to clear */
 	return r;

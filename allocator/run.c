@@ -163,7 +163,7 @@ size_t hz_run_usable(struct hz_chunk *c, const void *p)
 	return n << HZ_PAGE_SHIFT;
 }
 
-int hz_run_free(struct hz_chunk *c, void *p, int cleared)
+int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail)
 {
 	struct hz_arena *a = hz_arena_of(c->owner);
 	pthread_mutex_lock(&a->lock);
@@ -171,7 +171,9 @@ int hz_run_free(struct hz_chunk *c, void *p, int cleared)
 	if (n) {
 		if (cleared) {
 			size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
-			hz_chunk_set_clean(c, i, i + n, 0);
+			size_t tail = fresh_tail < n ? fresh_tail : 0;
+			hz_chunk_set_clean(c, i, i + n - tail, 0);
+			hz_chunk_set_fresh(c, i + n - tail, i + n);
 		}
 		a->n.nfree++;
 		c->freed = ++a->frees;

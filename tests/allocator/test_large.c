@@ -426,3 +426,28 @@ Test(large, window_used_and_widened_when_taken)
 		cr_assert_eq(l_free(blocks[i]), 0);
 	free(heap);
 }
+
+/* Hardened mode: a chunk block's guard span, given back at its free, is
+ * counted as what it is, zero and not in memory (fresh), not as clean
+ * pages in memory; the block's own pages, cleared at free, are clean. */
+Test(large, hardened_guard_span_freed_fresh)
+{
+	hz_hardened_setup(1);
+	size_t body = (size_t)4 << 20, span = HZ_HUGE_SIZE;
+	unsigned char *p = hz_large_alloc(body, 0);
+	cr_assert_not_null(p);
+	struct hz_owner o = hz_large_owner(p);
+	cr_assert_not_null(o.chunk, "a %zu MiB block with its span comes from a chunk", body >> 20);
+	cr_assert_eq(l_usable(p), body);
+	memset(p, 0x5A, body);
+	struct hz_chunk *c = o.chunk;
+	size_t i = (size_t)(p - c->base) >> HZ_PAGE_SHIFT, nb = body >> HZ_PAGE_SHIFT, ns = span >> HZ_PAGE_SHIFT;
+	cr_assert_eq(l_free(p), 0);
+	cr_assert_eq(hz_bits_count(c->clean, i, i + nb), nb, "the block's pages are clean");
+	cr_assert_eq(hz_bits_count(c->clean, i + nb, i + nb + ns), 0, "the span counted clean");
+	cr_assert_eq(hz_bits_count(c->dirty, i + nb, i + nb + ns), 0, "the span counted dirty");
+	unsigned char v[512];
+	cr_assert_eq(mincore(p + body, span, v), 0);
+	for (size_t k = 0; k < ns; k++)
+		cr_assert_eq(v[k] & 1, 0, "page %zu of the span is in memory", k);
+}
