@@ -1272,8 +1272,10 @@ int hz_small_use_next(const struct hz_small_next *fns);
 /* Starts the embedded jemalloc (its constructor is dropped: see
  * scripts/jemalloc-rename.sh), at the allocator's start where it serves
  * the small blocks: set up before the program's threads can fork
- * half-way through its start. */
-void hz_small_start(void);
+ * half-way through its start. Its tables' pages are made writable first
+ * (their segment is read-only: preload/tables.ld): 0, or the errno that
+ * refused it, and jemalloc is not started. */
+int hz_small_start(void);
 /* Where the embedded jemalloc is not started at the allocator's start, the
  * pages of its zeroed tables (its radix tree's root, 2 MiB of the image)
  * are given back: under an address-space limit they would cost the
@@ -1283,6 +1285,13 @@ void hz_small_start(void);
  * start) when they cannot be. */
 void hz_small_release_tables(void);
 int hz_small_tables_back(void);
+/* Makes the tables' pages writable (hz_small_start does, first): 0, or an
+ * errno. */
+int hz_small_tables_writable(void);
+/* The tables' lock (small_fork.c), a leaf held around one mmap: its fork
+ * handlers take it before a fork and let it go in parent and child. */
+void hz_small_tables_lock(void);
+void hz_small_tables_unlock(void);
 /* Hardened mode (small_hardened.c): the small engine's table wrapped, so
  * every block carries a tag and a canary, is cleared at free and held in
  * the quarantine; at the allocator's start, before any block. */

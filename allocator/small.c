@@ -49,57 +49,76 @@ struct hz_small_engine hz_small = {
 const char *hz_je_malloc_conf = "tcache_max:1048576,tcache_gc_incr_bytes:4194304,lg_extent_max_active_fit:16,"
 				"dirty_decay_ms:10000,muzzy_decay_ms:-1";
 
-void hz_small_start(void)
-{
-	unsigned n;
-	size_t sz = sizeof n;
-	hz_je_mallctl("arenas.narenas", &n, &sz, NULL, 0); /* any call starts it */
-}
-
-/* The bounds of jemalloc's zeroed tables, a section of their own
- * (scripts/jemalloc-rename.sh); weak, so none in another jemalloc build. */
+/* The bounds of jemalloc's zeroed tables, a read-only section of their
+ * own (scripts/jemalloc-rename.sh), in a segment of their own in
+ * libhugezero.so (preload/tables.ld); weak: none in another jemalloc
+ * build. */
 extern char __start_hz_je_tables[] __attribute__((weak, visibility("hidden")));
 extern char __stop_hz_je_tables[] __attribute__((weak, visibility("hidden")));
-/* 1 while the tables' pages are given back; tables_lock held to change it. */
-static int tables_released, tables_lock;
+/* 1 while the tables' pages are given back; hz_small_tables_lock
+ * (small_fork.c) held to change it. */
+static int tables_released;
 
-/* The whole pages inside the section: the ones at its ends may hold other
- * zeroed data. 0 when there are none. */
-static size_t table_pages(char **start)
+/* The pages the section spans: 0 when there is none. In libhugezero.so
+ * they are its segment, theirs alone; linked from libhugezero.a, the
+ * section ends the program's writable data, and its first page may hold
+ * the program's (*own 0). */
+static size_t table_pages(char **start, int *own)
 {
 	uintptr_t ps = hz_page_size, a = (uintptr_t)__start_hz_je_tables, b = (uintptr_t)__stop_hz_je_tables;
-	a = (a + ps - 1) & ~(ps - 1);
-	b &= ~(ps - 1);
+	*own = !(a & (ps - 1));
+	a &= ~(ps - 1);
+	b = (b + ps - 1) & ~(ps - 1);
 	*start = (char *)a;
 	return __start_hz_je_tables && b > a ? b - a : 0;
+}
+
+int hz_small_tables_writable(void)
+{
+	char *p;
+	int own;
+	size_t n = table_pages(&p, &own);
+	return n ? hz_os_writable(p, n) : 0;
+}
+
+int hz_small_start(void)
+{
+	int e = hz_small_tables_writable();
+	if (e)
+		return e;
+	unsigned k;
+	size_t sz = sizeof k;
+	hz_je_mallctl("arenas.narenas", &k, &sz, NULL, 0); /* any call starts it */
+	return 0;
 }
 
 void hz_small_release_tables(void)
 {
 	char *p;
-	size_t n = table_pages(&p);
-	if (n && !hz_os_unmap(p, n))
-		__atomic_store_n(&tables_released, 1, __ATOMIC_RELEASE);
+	int own;
+	size_t n = table_pages(&p, &own);
+	hz_small_tables_lock();
+	if (n && own && !hz_os_unmap(p, n))
+		tables_released = 1;
+	hz_small_tables_unlock();
 }
 
 int hz_small_tables_back(void)
 {
-	if (!__atomic_load_n(&tables_released, __ATOMIC_ACQUIRE))
-		return 0;
-	while (__atomic_exchange_n(&tables_lock, 1, __ATOMIC_ACQUIRE))
-		hz_os_yield();
 	int e = 0;
+	hz_small_tables_lock();
 	if (tables_released) {
 		char *p;
-		size_t n = table_pages(&p);
+		int own;
+		size_t n = table_pages(&p, &own);
 		/* Refused where the limit has no room left, or where another
 		 * mapping took the hole. */
 		if (hz_os_map_at(p, n, 0))
 			e = EAGAIN;
 		else
-			__atomic_store_n(&tables_released, 0, __ATOMIC_RELEASE);
+			tables_released = 0;
 	}
-	__atomic_store_n(&tables_lock, 0, __ATOMIC_RELEASE);
+	hz_small_tables_unlock();
 	return e;
 }
 
@@ -109,6 +128,14 @@ void *hz_small_calloc(size_t size, int flags)
 	/* The whole block, as jemalloc's calloc leaves it: a later in-place
 	 * rallocx or xallocx with MALLOCX_ZERO relies on that. */
 	return p ? hz_zero_hinted_counted(p, hz_je_sallocx(p, 0), p) : NULL;
+}
+
+/* Whether the embedded jemalloc answers: it serves the small blocks (or
+ * the mode is off), and its tables are in place (mapped back if they
+ * were given back). */
+static int je_ready(void)
+{
+	return hz_small.jemalloc && !hz_small_tables_back();
 }
 
 /* Bytes hz_small_trim gave back (MADV_DONTNEED): with muzzy_decay_ms -1
@@ -134,7 +161,7 @@ static size_t get_size(const char *name)
 
 void hz_small_totals(struct hz_small_totals *t)
 {
-	if (!hz_small.jemalloc) { /* the next allocator's: not known here */
+	if (!je_ready()) { /* the next allocator's: not known here */
 		t->in_use = t->mapped = 0;
 		return;
 	}
@@ -160,7 +187,7 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		uint64_t v = 0;
 		size_t sz = sizeof v;
-		if (hz_small.jemalloc) /* under HUGEZERO_SMALL=next: 0, jemalloc left unstarted */
+		if (je_ready()) /* under HUGEZERO_SMALL=next: 0, jemalloc left unstarted */
 			hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
 		fn(arg, names[i][0], v, 0);
 	}
@@ -179,7 +206,7 @@ static size_t held(void)
 
 void hz_small_trim(void)
 {
-	if (!hz_small.jemalloc) {
+	if (!je_ready()) {
 		next_trim();
 		return;
 	}

@@ -7,6 +7,20 @@
 #include "allocator.h"
 
 static void (*je_prepare)(void), (*je_parent)(void), (*je_child)(void);
+/* small.c's lock on jemalloc's tables (a leaf, held around one mmap):
+ * taken around a fork, so that no child inherits it held. */
+static int tables_lock;
+
+void hz_small_tables_lock(void)
+{
+	while (__atomic_exchange_n(&tables_lock, 1, __ATOMIC_ACQUIRE))
+		hz_os_yield();
+}
+
+void hz_small_tables_unlock(void)
+{
+	__atomic_store_n(&tables_lock, 0, __ATOMIC_RELEASE);
+}
 /* Whether this fork's prepare ran jemalloc's (jemalloc may start on
  * another thread during a fork: its parent and child handlers run only
  * after its prepare did). */
@@ -22,6 +36,7 @@ int hz_je_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*chi
 
 void hz_small_fork_prepare(void)
 {
+	hz_small_tables_lock();
 	void (*p)(void) = __atomic_load_n(&je_prepare, __ATOMIC_ACQUIRE);
 	je_locked = p != NULL;
 	if (p)
@@ -32,10 +47,12 @@ void hz_small_fork_parent(void)
 {
 	if (je_locked)
 		je_parent();
+	hz_small_tables_unlock();
 }
 
 void hz_small_fork_child(void)
 {
 	if (je_locked)
 		je_child();
+	hz_small_tables_unlock();
 }

@@ -41,6 +41,12 @@ int hz_os_unmap(void *p, size_t size)
 	return hz_os_status(syscall(SYS_munmap, p, size), saved);
 }
 
+int hz_os_writable(void *p, size_t size)
+{
+	int saved = errno;
+	return hz_os_status(syscall(SYS_mprotect, p, size, PROT_READ | PROT_WRITE), saved);
+}
+
 int hz_os_map(size_t size, size_t align, void **out)
 {
 	if ((align & (align - 1)) || align < hz_page_size)

@@ -51,6 +51,9 @@ int hz_os_map_hugetlb(size_t size, size_t align, void **out);
 int hz_os_map_at(void *at, size_t size, int hugetlb);
 /* Unmaps [p, p+size). */
 int hz_os_unmap(void *p, size_t size);
+/* Makes [p, p+size) (whole pages of a private mapping) readable and
+ * writable: 0, or an errno (ENOMEM where the commit limit refuses it). */
+int hz_os_writable(void *p, size_t size);
 /* Asks for transparent huge pages on [p, p+size) (MADV_HUGEPAGE); EINVAL
  * when THP is not built in. */
 int hz_os_hugepage(void *p, size_t size);
@@ -154,11 +157,14 @@ void hz_os_cancel_restore(int old);
  * (no /proc). */
 int hz_os_runnable(unsigned *n);
 
-/* Addresses of the main thread's stack that no mapping of the heap can
- * share, [*lo, *hi): from the top of the stack the program started on,
- * down by its RLIMIT_STACK (the kernel keeps at least 128 MiB below the
- * top free of other mappings), at most 128 MiB. *lo == *hi when not
- * known. Reads no file and takes no lock. */
+/* Addresses of the main thread's stack that no mapping of the heap
+ * shares, [*lo, *hi): from the top of the stack the program started on,
+ * down by its RLIMIT_STACK, at most 128 MiB. In the kernel's default
+ * layout the mappings it places stay below the stack's reach (its limit,
+ * at least 128 MiB, a guard gap and a random pad); in the legacy layout
+ * (an unlimited stack) they start far below. Only a mapping fixed there
+ * by the program could overlap. *lo == *hi when not known. Reads no
+ * file and takes no lock. */
 void hz_os_main_stack(uintptr_t *lo, uintptr_t *hi);
 
 /* The calling thread's CPU time, in nanoseconds. */

@@ -91,6 +91,8 @@ HZ_EXPORT size_t xallocx(void *p, size_t size, size_t extra, int flags)
  * one's; the arenas report through malloc_stats and mallinfo2. */
 HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen)
 {
+	if (hz_unlikely(!hz_allocator_started)) /* its tables are decided there */
+		hz_allocator_start();
 	if (hz_small_ctl.mallctl) /* the jemalloc that serves the small blocks */
 		return hz_small_ctl.mallctl(name, oldp, oldlenp, newp, newlen);
 	if (hz_small_tables_back())
@@ -100,6 +102,8 @@ HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 
 HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)
 {
+	if (hz_unlikely(!hz_allocator_started)) /* its tables are decided there */
+		hz_allocator_start();
 	if (hz_small_ctl.nametomib)
 		return hz_small_ctl.nametomib(name, mibp, miblenp);
 	if (hz_small_tables_back())
@@ -110,6 +114,8 @@ HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)
 HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
 			   void *newp, size_t newlen)
 {
+	if (hz_unlikely(!hz_allocator_started)) /* its tables are decided there */
+		hz_allocator_start();
 	if (hz_small_ctl.bymib)
 		return hz_small_ctl.bymib(mib, miblen, oldp, oldlenp, newp, newlen);
 	if (hz_small_tables_back())
@@ -120,6 +126,8 @@ HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t 
 HZ_EXPORT void malloc_stats_print(void (*write_cb)(void *, const char *), void *cbopaque,
 				  const char *opts)
 {
+	if (hz_unlikely(!hz_allocator_started)) /* its tables are decided there */
+		hz_allocator_start();
 	if (hz_small_ctl.stats_print)
 		hz_small_ctl.stats_print(write_cb, cbopaque, opts);
 	else if (hz_small_tables_back()) /* as jemalloc's, where it cannot start */

@@ -106,14 +106,19 @@ void hz_allocator_start(void)
 	hz_os_init();
 	hz_options_load();
 	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
-		if (decide_small(hz_option(HZ_OPT_SMALL)->str))
-			hz_small_start();
-		else
+		/* jemalloc's, or the next allocator's where jemalloc's tables
+		 * cannot be made writable (a commit limit): then its tables'
+		 * pages go back too. */
+		if (!decide_small(hz_option(HZ_OPT_SMALL)->str) ||
+		    (hz_small_start() && !decide_small("next")))
 			hz_small_release_tables();
 		size_t threshold = hz_options_start_arenas();
 		if (hz_hardened)
 			hz_small_harden();
 		__atomic_store_n(&hz_large_threshold, threshold, __ATOMIC_RELAXED);
+	} else if (hz_small_tables_writable()) {
+		/* Off: jemalloc starts only if its statistics are asked for. */
+		hz_small_release_tables();
 	}
 	__atomic_store_n(&hz_allocator_started, 1, __ATOMIC_RELEASE);
 	starting_here = 0;

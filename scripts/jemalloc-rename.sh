@@ -32,15 +32,18 @@ grep -q '^mallocx ' "$map"
 mv "$out.tmp" "$out"
 # The zeroed data of the object that holds jemalloc's radix-tree root
 # (je_arena_emap_global, 2 MiB of the library's image) goes to a section
-# of its own, hz_je_tables, whose bounds the linker gives as
-# __start_hz_je_tables and __stop_hz_je_tables: where jemalloc is never
-# started, the library gives those pages back (allocator/small.c).
+# of its own, hz_je_tables, read-only, whose bounds the linker gives as
+# __start_hz_je_tables and __stop_hz_je_tables. libhugezero.so's link puts
+# it in a segment of its own (preload/tables.ld); the library makes its
+# pages writable before jemalloc starts, or gives them back where jemalloc
+# is never started (allocator/small.c). Linked from libhugezero.a, the
+# section joins the program's writable data.
 member=$("$nm" -A --defined-only "$in" 2>/dev/null |
 	awk '$NF == "je_arena_emap_global" && $(NF-1) ~ /^[bB]$/ { n = split($1, f, ":"); print f[n-1]; exit }')
 if [ -n "$member" ]; then
 	dir=$(mktemp -d)
 	trap 'rm -rf "$dir"' EXIT
 	(cd "$dir" && "$ar" x "$out" "$member" &&
-		"$objcopy" --rename-section .bss=hz_je_tables "$member" &&
+		"$objcopy" --rename-section .bss=hz_je_tables,alloc,readonly "$member" &&
 		"$ar" r "$out" "$member")
 fi

@@ -18,6 +18,10 @@
  *                     mallctl's epoch and arenas.narenas answer,
  *                     malloc_stats_print writes; then blocks of 1 MiB until
  *                     malloc fails, and mallctl answers 0 or EAGAIN.
+ *   segments          reads every byte of every writable load segment of
+ *                     every loaded object, as a garbage collector looking
+ *                     for roots does (Boehm's, Guile's), after a block of
+ *                     each size: prints the bytes read.
  *   commit            400 blocks of 1-25 MiB, 40 live: prints the peak
  *                     of the private writable mappings (KiB), what
  *                     overcommit mode 2 charges.
@@ -33,6 +37,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -248,6 +253,36 @@ static int mallctl_(void)
 	if (e && e != EAGAIN)
 		FAIL("mallctl(\"epoch\") with the address space full gave %d", e);
 	printf("%u arenas, %zu bytes of statistics, %zu blocks of 1 MiB\n", n, stats_bytes, blocks);
+	return 0;
+}
+
+/* ---- segments ---- */
+
+static int scan_object(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W))
+			continue;
+		const volatile unsigned char *b = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		unsigned char any = 0;
+		for (size_t k = 0; k < ph->p_memsz; k += 64)
+			any |= b[k];
+		(void)any;
+		*(size_t *)arg += ph->p_memsz;
+	}
+	return 0;
+}
+
+static int segments(void)
+{
+	static const size_t sizes[] = {64, 200000, 4 << 20};
+	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		free(malloc(sizes[i]));
+	size_t bytes = 0;
+	dl_iterate_phdr(scan_object, &bytes);
+	printf("%zu bytes of writable segments read\n", bytes);
 	return 0;
 }
 
@@ -528,6 +563,8 @@ int main(int argc, char **argv)
 		return count(a);
 	if (!strcmp(m, "mallctl"))
 		return mallctl_();
+	if (!strcmp(m, "segments"))
+		return segments();
 	if (!strcmp(m, "cgroup"))
 		return cgroup();
 	if (!strcmp(m, "sequence") && argc > 4)
@@ -537,7 +574,7 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "doublefree") && argc > 2)
 		return doublefree(!strcmp(argv[2], "trim"));
 	fprintf(stderr, "usage: %s forkcalloc | untouched N MIB | one KIB | threads | count MIB | "
-			"mallctl | cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim | commit\n",
+			"mallctl | segments | cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim | commit\n",
 		argv[0]);
 	return 2;
 }
