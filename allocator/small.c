@@ -184,10 +184,11 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 	};
 	struct hz_small_totals t;
 	hz_small_totals(&t);
+	int ready = je_ready(); /* under HUGEZERO_SMALL=next: 0, jemalloc left unstarted */
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		uint64_t v = 0;
 		size_t sz = sizeof v;
-		if (je_ready()) /* under HUGEZERO_SMALL=next: 0, jemalloc left unstarted */
+		if (ready)
 			hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
 		fn(arg, names[i][0], v, 0);
 	}

@@ -106,9 +106,10 @@ void hz_allocator_start(void)
 	hz_os_init();
 	hz_options_load();
 	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
-		/* jemalloc's, or the next allocator's where jemalloc's tables
-		 * cannot be made writable (a commit limit): then its tables'
-		 * pages go back too. */
+		/* Small blocks to jemalloc, or to the next allocator: where
+		 * decide_small says so, or where jemalloc's tables cannot be
+		 * made writable (a commit limit refused it). Where jemalloc is
+		 * not started, its tables' pages go back. */
 		if (!decide_small(hz_option(HZ_OPT_SMALL)->str) ||
 		    (hz_small_start() && !decide_small("next")))
 			hz_small_release_tables();

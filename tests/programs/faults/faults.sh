@@ -2,8 +2,8 @@
 # Fault injection: the shadow-checked workload (faultload, shadow.h) under
 # the fault shim (libfaultshim.so, preloaded before the allocator), which
 # fails some of the allocator's mmap, mremap, madvise, process_madvise,
-# pidfd_open, open, sbrk, getrandom, pthread_create and
-# sched_setscheduler calls with the errno the kernel gives when short of
+# pidfd_open, open, sbrk, getrandom, pthread_create, sched_setscheduler
+# and mprotect calls with the errno the kernel gives when short of
 # something. Under glibc (no allocator preloaded), jemalloc, mimalloc,
 # tcmalloc and hugezero: a run without faults, 5 seeds x 2 rates (per
 # mille of the intercepted calls), one failing only mmap (a fifth), and
@@ -122,6 +122,19 @@ for i in "${!runs[@]}"; do
 		bad "$name: $v: $detail-- to reproduce (FAULT_VERBOSE=2 names each fault's caller): $repro"
 	fi
 done
+# Refused at the start, before any block (not armed): hugezero's
+# mprotect that makes jemalloc's tables writable. The next allocator then
+# serves the small blocks, and the workload passes as in any run.
+out=$(FAULT_KINDS=mprotect FAULT_RATE=1000 FAULT_VERBOSE=1 LD_PRELOAD="$shim:$lib" timeout -k 5 60 \
+	"$prog" 100 2 1 2>&1)
+rc=$?
+shimline=$(grep -m1 '^faultshim:' <<<"$out")
+if [ $rc = 0 ] && [[ $shimline =~ mprotect\ [0-9]+/[1-9] ]]; then
+	ok "hugezero with jemalloc's tables refused at the start: $shimline"
+else
+	bad "hugezero with jemalloc's tables refused at the start: exit $rc: $(head -c 400 <<<"$out" | tr '\n' ' ')"
+fi
+
 # The runs above test nothing if the shim failed nothing.
 per_kind=$(awk '{ for (i = 1; i < NF; i += 2) s[$i] += $(i + 1) }
 	END { for (k in s) printf "%s %d, ", k, s[k] }' "$work/kinds" 2>/dev/null)

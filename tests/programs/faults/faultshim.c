@@ -15,6 +15,7 @@
  *   pthread_create                                             EAGAIN
  *   sched_setscheduler, syscall(SYS_sched_setscheduler)        EPERM
  *   getrandom (GRND_NONBLOCK), syscall(SYS_getrandom)          EAGAIN
+ *   syscall(SYS_mprotect)                                      ENOMEM
  *   sbrk (growing; tcmalloc's heap, jemalloc's dss)            ENOMEM
  *
  * munmap is never failed (no allocator can do anything about it, and the
@@ -30,7 +31,7 @@
  *                  first allocation: see faults.sh on jemalloc's arenas)
  *   FAULT_KINDS    comma-separated kinds to fail (default all): mmap,
  *                  mremap, madvise, dontneed, process_madvise, pidfd_open,
- *                  open, pthread_create, sched, getrandom, sbrk
+ *                  open, pthread_create, sched, getrandom, sbrk, mprotect
  *   FAULT_VERBOSE  1: at exit, one line on stderr with the calls and the
  *                  faults of each kind ("faultshim: pid N calls C faults F:
  *                  kind calls/faults ..."); 2: also a line at each fault,
@@ -121,11 +122,12 @@ enum kind {
 	K_SCHED,
 	K_RANDOM,
 	K_SBRK,
+	K_MPROTECT,
 	K_N
 };
 static const char *const kind_name[K_N] = {
 	"mmap", "mremap", "madvise", "dontneed", "process_madvise", "pidfd_open",
-	"open", "pthread_create", "sched", "getrandom", "sbrk"};
+	"open", "pthread_create", "sched", "getrandom", "sbrk", "mprotect"};
 
 static unsigned long n_calls[K_N], n_faults[K_N];
 static unsigned long call_seq; /* every intercepted call, all kinds */
@@ -347,6 +349,10 @@ EXPORT long syscall(long n, ...)
 	case SYS_sched_setscheduler:
 		if (fault(K_SCHED))
 			err = EPERM;
+		break;
+	case SYS_mprotect: /* as a commit limit refuses memory made writable */
+		if (fault(K_MPROTECT))
+			err = ENOMEM;
 		break;
 #ifdef SYS_getrandom
 	case SYS_getrandom:
