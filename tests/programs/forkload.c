@@ -13,8 +13,10 @@
  * child is waited for with a deadline (a hang fails). With a LIBRARY
  * argument, that library is dlopen'ed once the workers run (one that
  * registers allocating pthread_atfork handlers).
- * Prints "forks N errors E hung H failed F ops O" and exits 0 when E, H
- * and F are 0.
+ * Prints "forks N errors E hung H failed F ops O" and exits 0 when all
+ * FORKS ran and E, H and F are 0; every 10,000 forks the same figures so
+ * far go to stderr. SIGINT or SIGTERM stops the forks early, and the line
+ * is printed for those made.
  * Usage: forkload FORKS THREADS [LIBRARY] | forkload child */
 #include <dlfcn.h>
 #include <spawn.h>
@@ -61,6 +63,13 @@ static void *comings(void *arg)
 	return NULL;
 }
 
+static volatile sig_atomic_t stopping;
+static void on_stop(int sig)
+{
+	(void)sig;
+	stopping = 1;
+}
+
 /* Waits for pid up to 30 s: 0 when it exited 0, 1 otherwise, 2 hung. */
 static int reap(pid_t pid)
 {
@@ -100,6 +109,8 @@ int main(int argc, char **argv)
 	if (len <= 0)
 		return 2;
 	self[len] = 0;
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
 	pthread_t w, c;
 	pthread_create(&w, NULL, workers, NULL);
 	pthread_create(&c, NULL, comings, NULL);
@@ -111,7 +122,10 @@ int main(int argc, char **argv)
 	static struct sh_thread mine = {.id = 99, .rng = 12345, .cfg = &mine_cfg};
 	long failed = 0, hung = 0, f = 0;
 	char *cargv[] = {self, "child", NULL};
-	for (; f < forks && !__atomic_load_n(&sh_stop, __ATOMIC_RELAXED); f++) {
+	for (; f < forks && !stopping && !__atomic_load_n(&sh_stop, __ATOMIC_RELAXED); f++) {
+		if (f && f % 10000 == 0)
+			fprintf(stderr, "forkload: at %ld forks: errors %lu hung %ld failed %ld\n", f,
+				__atomic_load_n(&sh_tot.errors, __ATOMIC_RELAXED), hung, failed);
 		if (f % 8 == 0 && sh_op(&mine))
 			break;
 		if (f % 16 == 0) { /* a large free just before: a clear in progress */
