@@ -64,13 +64,6 @@ static int claim_dirty(struct hz_arena *a)
 	return 0;
 }
 
-/* Free pages not in memory of a (its lock held), claimed for population
- * while the reserve allows (all arenas' clean pages below hz_budget_reserve_max,
- * a's below what a handed out of pages not in memory since its last
- * decay: a program that recycles its blocks gets no reserve it would not
- * use; and none before a quarter of the reserve's size was) and a's dirty
- * budget does: 1; 0 when a has none (it may grow), -1 when it may not
- * take more. */
 /* What a's reserve may take now (its lock held): 0 when it may not (see
  * claim_fresh). */
 static size_t fresh_wanted(struct hz_arena *a, size_t reserve)
@@ -87,6 +80,14 @@ static size_t fresh_wanted(struct hz_arena *a, size_t reserve)
 	return want - mine < most - reserve ? want - mine : most - reserve;
 }
 
+/* Free pages not in memory of a (its lock held), claimed for population
+ * while the reserve allows (all arenas' clean pages below hz_budget_reserve_max,
+ * a's below what a handed out of pages not in memory since its last
+ * decay: a program that recycles its blocks gets no reserve it would not
+ * use; and none before a quarter of the reserve's size was) and a's dirty
+ * budget does: 1; 0 when a has none (it may grow), -1 when it may not
+ * take more. One claim is one run of hz_chunk_next_run, within one huge
+ * page: the program's faulting is asked again before the next. */
 static int claim_fresh(struct hz_arena *a, size_t reserve)
 {
 	size_t left = fresh_wanted(a, reserve);
