@@ -70,11 +70,17 @@ static void on_stop(int sig)
 	stopping = 1;
 }
 
-/* Waits for pid up to 30 s: 0 when it exited 0, 1 otherwise, 2 hung. */
+/* Waits for pid up to 30 s: 0 when it exited 0, 1 otherwise, 2 hung;
+ * 3 when the soak was stopped meanwhile (the child killed, not counted). */
 static int reap(pid_t pid)
 {
 	for (int i = 0; i < 30000; i++) {
 		int st;
+		if (stopping) {
+			kill(pid, SIGKILL);
+			waitpid(pid, NULL, 0);
+			return 3;
+		}
 		pid_t r = waitpid(pid, &st, WNOHANG);
 		if (r == pid)
 			return WIFEXITED(st) && WEXITSTATUS(st) == 0 ? 0 : 1;
@@ -102,15 +108,22 @@ int main(int argc, char **argv)
 	}
 	if (argc < 3)
 		return 2;
-	long forks = atol(argv[1]);
+	static long forks; /* static: vfork below */
+	forks = atol(argv[1]);
 	work.threads = atoi(argv[2]);
 	work.seed = (uint64_t)time(NULL);
 	ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len <= 0)
 		return 2;
 	self[len] = 0;
+	/* The stop is the main thread's: the other threads block it. */
+	sigset_t stops;
+	sigemptyset(&stops);
+	sigaddset(&stops, SIGINT);
+	sigaddset(&stops, SIGTERM);
 	signal(SIGINT, on_stop);
 	signal(SIGTERM, on_stop);
+	pthread_sigmask(SIG_BLOCK, &stops, NULL);
 	pthread_t w, c;
 	pthread_create(&w, NULL, workers, NULL);
 	pthread_create(&c, NULL, comings, NULL);
@@ -118,6 +131,7 @@ int main(int argc, char **argv)
 		sh_say("dlopen %s: %s", argv[3], dlerror());
 		return 2;
 	}
+	pthread_sigmask(SIG_UNBLOCK, &stops, NULL);
 	static struct sh_config mine_cfg = {.name = "forkload main", .slots = 8};
 	static struct sh_thread mine = {.id = 99, .rng = 12345, .cfg = &mine_cfg};
 	long failed = 0, hung = 0, f = 0;
@@ -138,8 +152,11 @@ int main(int argc, char **argv)
 		switch (f % 4) {
 		case 0:
 			pid = fork();
-			if (pid == 0)
+			if (pid == 0) {
+				signal(SIGINT, SIG_DFL);
+				signal(SIGTERM, SIG_DFL);
 				sh_child(&mine);
+			}
 			break;
 		case 1:
 			pid = fork();
@@ -165,6 +182,8 @@ int main(int argc, char **argv)
 			continue;
 		}
 		int r = reap(pid);
+		if (r == 3)
+			break;
 		if (r)
 			sh_say("forkload: child %ld (%s) %s", f, (const char *[]){"fork", "fork+exec", "vfork+exec",
 									      "posix_spawn"}[f % 4],
