@@ -20,8 +20,12 @@ void hz_hardened_setup(int on)
  * read zero already (never touched, or released), and a clear would
  * fault them in (a 1 GiB block of which the program touched 1%). Not
  * where swap is configured: a page swapped out is not in memory either,
- * and holds the program's bytes. */
+ * and holds the program's bytes. The residency is read a window of
+ * WINDOW pages at a time, swap asked for only when a step would be left,
+ * and the steps to clear are streamed as runs: a block the program
+ * touched whole costs one mincore per 8 MiB and one stream. */
 #define STEP ((size_t)2 << 20)
+#define WINDOW 2048
 
 /* A freed large block is not read again soon: streamed past the caches
  * (the policy's last tier's zero kernel), which keep the program's
@@ -33,28 +37,58 @@ static void stream_zero(void *p, size_t n)
 	hz_fill(k, p, 0, n);
 }
 
+/* Whether a step of np pages from v holds a page in memory. */
+static int any_resident(const unsigned char *v, size_t np)
+{
+	for (size_t k = 0; k < np; k++)
+		if (v[k] & 1)
+			return 1;
+	return 0;
+}
+
+/* Clears the steps of the large block [b, e) that hold a page in memory
+ * (all where the residency or the swap cannot be learnt); the bytes
+ * cleared. b and e are page-aligned. */
+static size_t clear_resident(unsigned char *b, unsigned char *e)
+{
+	unsigned char v[WINDOW], *w = b, *run = b;
+	size_t wn = 0, done = 0;
+	int known = 1, swap = -1;
+	while (b < e) {
+		unsigned char *next = (unsigned char *)hz_round_up((uintptr_t)b + 1, STEP);
+		next = next < e ? next : e;
+		size_t np = (size_t)(next - b) >> HZ_PAGE_SHIFT;
+		if (known && next > w + (wn << HZ_PAGE_SHIFT)) { /* a step at most 512 pages: in the window */
+			w = b;
+			wn = (size_t)(e - b) >> HZ_PAGE_SHIFT;
+			wn = wn < WINDOW ? wn : WINDOW;
+			known = !hz_os_residency(w, wn, v);
+		}
+		int keep = !known || any_resident(v + ((size_t)(b - w) >> HZ_PAGE_SHIFT), np);
+		if (!keep && swap < 0)
+			swap = hz_os_swap_possible();
+		if (!keep && !swap) { /* left: the run so far is streamed */
+			if (run < b)
+				stream_zero(run, (size_t)(b - run));
+			done += (size_t)(b - run);
+			run = next;
+		}
+		b = next;
+	}
+	if (run < e)
+		stream_zero(run, (size_t)(e - run));
+	return done + (size_t)(e - run);
+}
+
 void hz_hardened_clear(void *p, size_t n, int large)
 {
-	unsigned char *b = p, *e = b + n;
-	size_t done = 0;
-	if (!large) {
+	size_t done = n;
+	if (!large)
 		hz_fill_counted(p, 0, n);
-		done = n;
-	} else if (n < 2 * STEP || hz_os_swap_possible()) {
+	else if (n < 2 * STEP)
 		stream_zero(p, n);
-		done = n;
-	} else {
-		while (b < e) {
-			unsigned char *next = (unsigned char *)hz_round_up((uintptr_t)b + 1, STEP);
-			size_t len = (size_t)((next < e ? next : e) - b), resident = 1;
-			/* b is page-aligned (a large block's pages); on an error, cleared */
-			if (hz_os_count_resident(b, len >> HZ_PAGE_SHIFT, &resident) || resident) {
-				stream_zero(b, len);
-				done += len;
-			}
-			b += len;
-		}
-	}
+	else
+		done = clear_resident(p, (unsigned char *)p + n); /* b is page-aligned (a large block's pages) */
 	__atomic_fetch_add(large ? &cleared_large : &cleared_small, done, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&skipped, n - done, __ATOMIC_RELAXED);
 }

@@ -132,15 +132,19 @@ int hz_os_swap_possible(void)
 	return r != 0 || si.totalswap != 0;
 }
 
+int hz_os_residency(const void *p, size_t n, unsigned char *v)
+{
+	int saved = errno;
+	return hz_os_status(syscall(SYS_mincore, p, n * hz_page_size, v), saved);
+}
+
 int hz_os_count_resident(const void *p, size_t n, size_t *resident)
 {
 	unsigned char v[1024];
-	int saved = errno;
 	*resident = 0;
 	for (size_t i = 0; i < n; i += sizeof v) {
 		size_t m = n - i < sizeof v ? n - i : sizeof v;
-		int e = hz_os_status(syscall(SYS_mincore, (const char *)p + i * hz_page_size, m * hz_page_size, v),
-				     saved);
+		int e = hz_os_residency((const char *)p + i * hz_page_size, m, v);
 		if (e)
 			return e;
 		for (size_t k = 0; k < m; k++)

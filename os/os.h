@@ -66,6 +66,10 @@ int hz_os_resident(const void *p);
  * a window at a time): 0 and *resident, or an errno (ENOMEM where part
  * of the range is not mapped). */
 int hz_os_count_resident(const void *p, size_t n, size_t *resident);
+/* Residency of the n pages from p (page-aligned), one byte per page in
+ * v, bit 0 set where the page is in memory (one mincore): 0, or an
+ * errno. */
+int hz_os_residency(const void *p, size_t n, unsigned char *v);
 /* Whether anonymous memory may be swapped out (swap configured; 1 when
  * that cannot be learnt): then a page not in memory may hold data. */
 int hz_os_swap_possible(void);

@@ -367,3 +367,26 @@ Test(os, main_stack)
 	setrlimit(RLIMIT_STACK, &old);
 	cr_assert_eq(hi - lo, (uintptr_t)1 << 20);
 }
+
+/* Residency: one byte per page, bit 0 where the page is in memory; the
+ * count agrees; a range not mapped is ENOMEM, errno untouched. */
+Test(os, residency)
+{
+	unsigned char *p = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	cr_assert_neq(p, MAP_FAILED);
+	cr_assert_eq(hz_os_nohugepage(p, 8 * 4096), 0);
+	p[1 * 4096] = 1;
+	p[6 * 4096 + 9] = 1;
+	unsigned char v[8];
+	size_t n = 0;
+	cr_assert_eq(hz_os_residency(p, 8, v), 0);
+	for (int k = 0; k < 8; k++)
+		cr_assert_eq(v[k] & 1, k == 1 || k == 6, "page %d: %u", k, v[k]);
+	cr_assert_eq(hz_os_count_resident(p, 8, &n), 0);
+	cr_assert_eq(n, 2);
+	munmap(p + 4 * 4096, 4096);
+	errno = 1234;
+	cr_assert_eq(hz_os_residency(p, 8, v), ENOMEM);
+	cr_assert_eq(errno, 1234);
+	munmap(p, 8 * 4096);
+}

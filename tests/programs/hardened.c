@@ -5,6 +5,10 @@
  *             check is seen to fail)
  *   moved     a loop of calloc, write, free of 8 MiB: the clearing done at
  *             free, none at calloc (hugezero's counters), every byte zero
+ *   sparse    a fresh 40 MiB block of which three 2 MiB steps were
+ *             written, freed: every byte zero, and (no swap configured)
+ *             those three steps cleared, the 34 MiB never in memory left
+ *             as they were; with swap, all 40 cleared
  *   guard N   a write one byte past the usable size of a block of N MiB
  *             and 100 bytes (SIGSEGV expected), that size checked
  *   resize    realloc and the usable size of small blocks keep the bytes;
@@ -18,6 +22,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sysinfo.h>
 
 #define MIB ((size_t)1 << 20)
 
@@ -79,6 +85,39 @@ static int moved(void)
 		printf("cleared at free %llu MiB, known zero at calloc %llu MiB: expected %zu and %zu\n",
 		       (unsigned long long)(cleared >> 20), (unsigned long long)(known >> 20), ROUNDS * n >> 20,
 		       (ROUNDS - 1) * n >> 20);
+		return 1;
+	}
+	return 0;
+}
+
+static int sparse(void)
+{
+	const size_t n = 40 * MIB, step = 2 * MIB;
+	static unsigned char in_memory[40 * MIB / 4096];
+	struct sysinfo si;
+	int swap = sysinfo(&si) || si.totalswap;
+	uint64_t cleared0 = stat_of("hardened.cleared_large_bytes"), left0 = stat_of("hardened.not_resident_bytes");
+	unsigned char *p = malloc(n);
+	if (!p || (uintptr_t)p % step || mincore(p, n, in_memory))
+		return 2;
+	for (size_t k = 0; k < sizeof in_memory; k++)
+		if (in_memory[k] & 1) {
+			printf("the fresh block has page %zu in memory already\n", k);
+			return 2;
+		}
+	p[0] = 1;
+	p[7 * step + 5] = 1;
+	p[n - 1] = 1;
+	free(p);
+	size_t nz = 0;
+	for (size_t k = 0; k < n; k++) /* the freed block, still mapped */
+		nz += ((volatile unsigned char *)p)[k] != 0;
+	uint64_t cleared = stat_of("hardened.cleared_large_bytes") - cleared0,
+		 left = stat_of("hardened.not_resident_bytes") - left0, want = swap ? n : 3 * step;
+	if (nz || cleared != want || left != n - want) {
+		printf("%zu bytes non-zero after free; cleared %llu KiB, left %llu KiB: expected %llu and %llu (swap %s)\n",
+		       nz, (unsigned long long)(cleared >> 10), (unsigned long long)(left >> 10),
+		       (unsigned long long)(want >> 10), (unsigned long long)((n - want) >> 10), swap ? "on" : "off");
 		return 1;
 	}
 	return 0;
@@ -152,10 +191,12 @@ int main(int argc, char **argv)
 		return zero();
 	if (!strcmp(m, "moved"))
 		return moved();
+	if (!strcmp(m, "sparse"))
+		return sparse();
 	if (!strcmp(m, "guard") && argc > 2)
 		return guard(strtoull(argv[2], NULL, 0));
 	if (!strcmp(m, "resize"))
 		return resize();
-	fprintf(stderr, "usage: %s zero | moved | guard MIB | resize\n", argv[0]);
+	fprintf(stderr, "usage: %s zero | moved | sparse | guard MIB | resize\n", argv[0]);
 	return 2;
 }

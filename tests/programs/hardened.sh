@@ -26,6 +26,9 @@ expect "hardened: every block's bytes zero after free (24 B to 40 MiB)" pass 1 "
 expect "default mode: the same check sees the bytes left" fail 0 "$prog" zero
 expect "hardened: calloc of a freed 8 MiB block clears nothing, free did" pass 1 "$prog" moved
 expect "default mode: the same check sees no clearing at free" fail 0 "$prog" moved
+expect "hardened: a freed sparse 40 MiB block: the steps written cleared, the rest left" pass 1 \
+	env HUGEZERO_POPULATE=0 "$prog" sparse
+expect "default mode: the same check sees nothing cleared" fail 0 env HUGEZERO_POPULATE=0 "$prog" sparse
 for m in 1 3 4 48; do
 	expect "hardened: a write past a $m MiB block faults (guard page)" SEGV 1 "$prog" guard $m
 done
