@@ -37,43 +37,64 @@ static void stream_zero(void *p, size_t n)
 	hz_fill(k, p, 0, n);
 }
 
-/* Whether a step of np pages from v holds a page in memory. */
-static int any_resident(const unsigned char *v, size_t np)
+/* The end of the step from b: the next STEP boundary, or e. */
+static unsigned char *step_end(unsigned char *b, unsigned char *e)
 {
-	for (size_t k = 0; k < np; k++)
-		if (v[k] & 1)
-			return 1;
-	return 0;
+	unsigned char *next = (unsigned char *)hz_round_up((uintptr_t)b + 1, STEP);
+	return next < e ? next : e;
 }
 
-/* Clears the steps of the large block [b, e) that hold a page in memory
- * (all where the residency or the swap cannot be learnt); the bytes
- * cleared. b and e are page-aligned. */
+/* Which steps of [b, e) (at most WINDOW pages) hold a page in memory, bit
+ * i for the i-th; -1 when that cannot be read. A frame of its own: the
+ * vector is gone before the clears run. */
+static HZ_NOINLINE long resident_steps(unsigned char *b, unsigned char *e)
+{
+	unsigned char v[WINDOW];
+	if (hz_os_residency(b, (size_t)(e - b) >> HZ_PAGE_SHIFT, v))
+		return -1;
+	long mask = 0;
+	size_t k = 0; /* b's page in v */
+	for (int i = 0; b < e; i++) {
+		unsigned char *next = step_end(b, e);
+		size_t end = k + ((size_t)(next - b) >> HZ_PAGE_SHIFT);
+		for (; k < end; k++)
+			if (v[k] & 1) {
+				mask |= 1L << i;
+				break;
+			}
+		k = end;
+		b = next;
+	}
+	return mask;
+}
+
+/* Clears the steps of the large block [b, e) (page-aligned) that hold a
+ * page in memory, all of them where the residency or the swap cannot be
+ * learnt or swap is configured; the bytes cleared. */
 static size_t clear_resident(unsigned char *b, unsigned char *e)
 {
-	unsigned char v[WINDOW], *w = b, *run = b;
-	size_t wn = 0, done = 0;
-	int known = 1, swap = -1;
-	while (b < e) {
-		unsigned char *next = (unsigned char *)hz_round_up((uintptr_t)b + 1, STEP);
-		next = next < e ? next : e;
-		size_t np = (size_t)(next - b) >> HZ_PAGE_SHIFT;
-		if (known && next > w + (wn << HZ_PAGE_SHIFT)) { /* a step at most 512 pages: in the window */
-			w = b;
-			wn = (size_t)(e - b) >> HZ_PAGE_SHIFT;
-			wn = wn < WINDOW ? wn : WINDOW;
-			known = !hz_os_residency(w, wn, v);
+	unsigned char *run = b; /* the steps to clear not yet streamed: [run, b) */
+	size_t done = 0;
+	int all = 0, swap = -1;
+	while (b < e && !all) {
+		/* A window of whole steps: WINDOW pages at most, cut at a step's end */
+		unsigned char *we = e;
+		if ((size_t)(e - b) > (size_t)WINDOW << HZ_PAGE_SHIFT)
+			we = (unsigned char *)(((uintptr_t)b + ((size_t)WINDOW << HZ_PAGE_SHIFT)) & ~(uintptr_t)(STEP - 1));
+		long mask = resident_steps(b, we);
+		for (int i = 0; b < we; i++) {
+			unsigned char *next = step_end(b, we);
+			if (mask >= 0 && !(mask >> i & 1) && swap < 0)
+				swap = hz_os_swap_possible();
+			if (mask >= 0 && !(mask >> i & 1) && !swap) { /* left: the run so far is streamed */
+				if (run < b)
+					stream_zero(run, (size_t)(b - run));
+				done += (size_t)(b - run);
+				run = next;
+			}
+			b = next;
 		}
-		int keep = !known || any_resident(v + ((size_t)(b - w) >> HZ_PAGE_SHIFT), np);
-		if (!keep && swap < 0)
-			swap = hz_os_swap_possible();
-		if (!keep && !swap) { /* left: the run so far is streamed */
-			if (run < b)
-				stream_zero(run, (size_t)(b - run));
-			done += (size_t)(b - run);
-			run = next;
-		}
-		b = next;
+		all = mask < 0 || swap > 0; /* the rest is cleared whole */
 	}
 	if (run < e)
 		stream_zero(run, (size_t)(e - run));
@@ -88,7 +109,7 @@ void hz_hardened_clear(void *p, size_t n, int large)
 	else if (n < 2 * STEP)
 		stream_zero(p, n);
 	else
-		done = clear_resident(p, (unsigned char *)p + n); /* b is page-aligned (a large block's pages) */
+		done = clear_resident(p, (unsigned char *)p + n); /* page-aligned: a large block's pages */
 	__atomic_fetch_add(large ? &cleared_large : &cleared_small, done, __ATOMIC_RELAXED);
 	__atomic_fetch_add(&skipped, n - done, __ATOMIC_RELAXED);
 }

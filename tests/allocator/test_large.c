@@ -451,3 +451,38 @@ Test(large, hardened_guard_span_freed_fresh)
 	for (size_t k = 0; k < ns; k++)
 		cr_assert_eq(v[k] & 1, 0, "page %zu of the span is in memory", k);
 }
+
+/* Hardened mode's clear at free, on a block that starts and ends off a
+ * huge page's edge: the 2 MiB steps (cut at huge page edges) holding a
+ * page in memory are cleared, the others left out of memory, the last
+ * ones too; everything is cleared where swap is configured. */
+Test(large, hardened_clear_leaves_steps_not_in_memory)
+{
+	const size_t step = HZ_HUGE_SIZE, span = 22 * step;
+	void *m;
+	cr_assert_eq(hz_os_map(span, step, &m), 0);
+	cr_assert_eq(hz_os_nohugepage(m, span), 0);
+	unsigned char *p = (unsigned char *)m + 3 * HZ_PAGE, *e = (unsigned char *)m + 20 * step - 5 * HZ_PAGE;
+	/* Steps: [p, 1 step) partial, then whole ones up to the 19th, partial. */
+	size_t touched[] = {0, 4, 5, 6, 13}; /* by step of m */
+	for (size_t i = 0; i < sizeof touched / sizeof touched[0]; i++)
+		((unsigned char *)m)[touched[i] * step + 7 * HZ_PAGE] = 0x77;
+	p[0] = 0x66; /* the partial first step */
+	hz_hardened_clear(p, (size_t)(e - p), 1);
+	int swap = hz_os_swap_possible();
+	static unsigned char v[22 * 512];
+	cr_assert_eq(mincore(m, span, v), 0);
+	for (size_t s = 0; s < 20; s++) {
+		int written = s == 0 || s == 4 || s == 5 || s == 6 || s == 13;
+		size_t in = 0;
+		for (size_t k = s * 512; k < (s + 1) * 512; k++)
+			in += v[k] & 1;
+		if (written || swap)
+			cr_assert_gt(in, 0, "step %zu not cleared", s);
+		else
+			cr_assert_eq(in, 0, "step %zu, never written, faulted in: %zu pages", s, in);
+	}
+	size_t bad;
+	cr_assert(all_bytes(p, (size_t)(e - p), 0, &bad), "byte %zu", bad);
+	cr_assert_eq(hz_os_unmap(m, span), 0);
+}

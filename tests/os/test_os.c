@@ -379,6 +379,7 @@ Test(os, residency)
 	p[6 * 4096 + 9] = 1;
 	unsigned char v[8];
 	size_t n = 0;
+	memset(v, 0xfe, sizeof v);
 	cr_assert_eq(hz_os_residency(p, 8, v), 0);
 	for (int k = 0; k < 8; k++)
 		cr_assert_eq(v[k] & 1, k == 1 || k == 6, "page %d: %u", k, v[k]);

@@ -6,7 +6,7 @@
  *   moved     a loop of calloc, write, free of 8 MiB: the clearing done at
  *             free, none at calloc (hugezero's counters), every byte zero
  *   sparse    a fresh 40 MiB block of which three 2 MiB steps were
- *             written, freed: every byte zero, and (no swap configured)
+ *             written (its last two not), freed: every byte zero, and (no swap configured)
  *             those three steps cleared, the 34 MiB never in memory left
  *             as they were; with swap, all 40 cleared
  *   guard N   a write one byte past the usable size of a block of N MiB
@@ -105,9 +105,9 @@ static int sparse(void)
 			printf("the fresh block has page %zu in memory already\n", k);
 			return 2;
 		}
-	p[0] = 1;
+	p[0] = 1; /* steps 0, 7 and 17; the last two left */
 	p[7 * step + 5] = 1;
-	p[n - 1] = 1;
+	p[18 * step - 1] = 1;
 	free(p);
 	size_t nz = 0;
 	for (size_t k = 0; k < n; k++) /* the freed block, still mapped */
