@@ -84,9 +84,10 @@ static size_t clear_resident(unsigned char *b, unsigned char *e)
 		long mask = resident_steps(b, we);
 		for (int i = 0; b < we; i++) {
 			unsigned char *next = step_end(b, we);
-			if (mask >= 0 && !(mask >> i & 1) && swap < 0)
+			int out = mask >= 0 && !(mask >> i & 1); /* no page of the step in memory */
+			if (out && swap < 0)
 				swap = hz_os_swap_possible();
-			if (mask >= 0 && !(mask >> i & 1) && !swap) { /* left: the run so far is streamed */
+			if (out && !swap) { /* left: the run so far is streamed */
 				if (run < b)
 					stream_zero(run, (size_t)(b - run));
 				done += (size_t)(b - run);

@@ -116,12 +116,6 @@ int hz_os_nohugepage(void *p, size_t size)
 	return hz_os_status(syscall(SYS_madvise, p, size, MADV_NOHUGEPAGE), saved);
 }
 
-int hz_os_resident(const void *p)
-{
-	unsigned char v = 0;
-	int saved = errno;
-	return !hz_os_status(syscall(SYS_mincore, p, hz_page_size, &v), saved) && (v & 1);
-}
 
 int hz_os_swap_possible(void)
 {
@@ -136,6 +130,12 @@ int hz_os_residency(const void *p, size_t n, unsigned char *v)
 {
 	int saved = errno;
 	return hz_os_status(syscall(SYS_mincore, p, n * hz_page_size, v), saved);
+}
+
+int hz_os_resident(const void *p)
+{
+	unsigned char v = 0;
+	return !hz_os_residency(p, 1, &v) && (v & 1);
 }
 
 int hz_os_count_resident(const void *p, size_t n, size_t *resident)
