@@ -122,6 +122,7 @@ struct hz_limits {
 	size_t as, data;       /* RLIMIT_AS, RLIMIT_DATA (HZ_LIMIT_NONE) */
 	size_t cgroup;         /* the memory cgroup's limit (HZ_LIMIT_NONE) */
 	int cgroup_version;    /* 1 or 2; 0 when no memory controller was found */
+	unsigned cpu_quota;    /* CPUs a cgroup's CPU quota allows (cpu.max, v1 cpu.cfs_quota_us), rounded down, at least 1; 0: none */
 	char dir[192];         /* the limiting group's directory, its usage file's */
 };
 extern struct hz_limits hz_limits;
@@ -467,6 +468,7 @@ struct hz_huge {
 	int advice;           /* its mapping's (enum hz_fresh_advice) */
 	size_t cleared;       /* while free and dirty: its first bytes the zeroer made zero */
 	int shared;           /* while free: shared with a forked process, left to calloc */
+	int program_protected; /* while live: the program changed its protection (no helper writes it) */
 	unsigned owner;       /* its arena */
 	uint64_t freed;       /* its arena's clock when it was freed */
 	struct hz_huge *next; /* in its arena's cache while free */
@@ -728,22 +730,27 @@ size_t hz_budget_trim(struct hz_arena *a);
  * at a time, a population (MADV_POPULATE_WRITE) or a fill, is cut into
  * 2 MiB steps (the huge pages it spans; the first and last may be
  * partial) claimed from a shared counter by the calling thread and by up
- * to 16 helpers at SCHED_IDLE, which only idle cores run. Offered only
- * while a core is idle (fewer threads runnable system-wide than CPUs in
- * the set; never without /proc); a helper that wakes 1 ms after the
- * offer takes no step, one preempted in a step takes no more. Whoever
- * waits for a job waits only for the steps in flight (raising the helpers
- * to normal priority after a while, where that is permitted), never for a
- * helper that has not started one. Helpers start at an allocation's offer
- * (never at memset's: it may run in a signal handler), after the
- * constructor, never in a forked child's first second; they end after
- * 10 s without a job, and at exit. HUGEZERO_THREADS. */
+ * to 16 helpers at SCHED_IDLE, which only idle cores run (fewer threads
+ * runnable system-wide than CPUs in the set, and than a cgroup's CPU
+ * quota; never without /proc). A helper that finds an offer 1 ms late
+ * takes no step, one preempted in a step takes no more. Helpers start and
+ * wake at an allocation (which may make system calls); after one, and
+ * after each job, they poll for offers for 50 ms, so that memset can
+ * offer work with one compare-and-swap, no system call and no lock.
+ * Work is owned by its block or its memset: whoever ends it
+ * (hz_job_end) waits only for the steps in flight, raising the helpers to
+ * its own scheduling where that is permitted. Never in a forked child's
+ * first second; they end after 10 s without a job, at exit, and before a
+ * call that needs the process single-threaded (hz_helpers_quiesce).
+ * HUGEZERO_THREADS. */
 
 #define HZ_JOB_STEP HZ_HUGE_SIZE
 /* Extents from this size are worth the helpers. */
 #define HZ_HELPERS_MIN ((size_t)64 << 20)
 enum { HZ_JOB_POPULATE, HZ_JOB_FILL };
 struct hz_job {
+	/* Its owner's, written before it is offered, read-only while it is
+	 * (the offer publishes them). */
 	int kind;
 	unsigned char *p;       /* the extent */
 	size_t size;
@@ -754,11 +761,14 @@ struct hz_job {
 	size_t skip_every, skip_at, skip_lo, skip_hi;
 	int c;                  /* a fill's byte, and kernel */
 	unsigned kernel;
-	size_t next;            /* the next step to claim */
-	int in_step;            /* threads in a step (or about to claim one) */
+	int early;              /* the caller left the rest to a helper */
+	/* Shared, atomic. */
+	uint64_t next;          /* the generation (high bits), the next step to claim (low bits) */
+	uint32_t gen;           /* the generation: bumped by init and end; a claim of another fails */
+	int in_step;            /* helpers in a step (or about to claim one) */
 	int holders;            /* helpers that took the job off the offer and still hold it */
-	int cancelled;          /* no step from now on */
-	int early, failed;      /* the caller left the rest to a helper; a population's errno */
+	int closed;             /* helpers take no step from now on */
+	int failed;             /* a population's errno */
 	size_t done, helper_done; /* bytes */
 };
 /* The steps [p, p + size) spans: the huge pages it touches. */
@@ -767,46 +777,65 @@ static inline size_t hz_job_span(const void *p, size_t size)
 	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
 	return (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - a) / HZ_JOB_STEP;
 }
-/* j: kind's work on [p, p + size), nothing claimed; only a job no helper
- * holds (holders 0, off the offer). */
+/* j: kind's work on [p, p + size) in a new generation, nothing claimed;
+ * only a job off the offer and ended (or never used). */
 void hz_job_init(struct hz_job *j, int kind, void *p, size_t size);
+/* Every step of j claimed: nothing left to do. */
+void hz_job_skip_all(struct hz_job *j);
+/* The steps claimed so far. */
+size_t hz_job_claimed(const struct hz_job *j);
 /* Step s of j, [*lo, *hi). */
 void hz_job_step_range(const struct hz_job *j, size_t s, unsigned char **lo, unsigned char **hi);
 /* Whether j leaves step s alone. */
 int hz_job_left_alone(const struct hz_job *j, size_t s);
-/* The calling thread's steps, claimed one at a time until none is left,
- * j is cancelled or a population fails; with early set, until early steps
- * were claimed and a helper holds j (j->early then set: the rest is the
- * helpers'). The bytes done. */
-size_t hz_job_steps(struct hz_job *j, int helper, size_t early);
-/* Offers j to the helpers, starting the missing ones (never waiting for
- * the pool's lock): 1, or 0 when another job is on offer, no core is idle
- * or no helper may run. A helper that leaves j takes it off the offer. */
+/* The calling thread's steps of generation gen (j->gen at its init),
+ * claimed one at a time until none is left, j is ended or a population
+ * fails; with early set, until early steps were claimed and a helper
+ * holds j (j->early then set: the rest is the helpers'). The bytes done. */
+size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early);
+/* Offers j to the helpers, starting or waking them: 1, or 0 when another
+ * job is on offer, no core is idle or no helper may run. An allocation's
+ * path (system calls). A helper that leaves j takes it off the offer. */
 int hz_helpers_offer(struct hz_job *j);
 /* Takes j off the offer: no helper takes it from now on. */
 void hz_helpers_withdraw(struct hz_job *j);
-/* Starts the missing helpers, with no job (a large block was allocated:
- * its memsets may find them). Never waits for the pool's lock. */
+/* Starts the missing helpers and has them poll (a large block was
+ * allocated: its memsets may find them). */
 void hz_helpers_start(void);
-/* Waits until no thread is in a step of j. */
-void hz_job_wait(struct hz_job *j);
-/* No step of j from now on; the steps in flight waited for. */
-void hz_job_cancel(struct hz_job *j);
+/* Ends j: off the offer, no step claimed from now on, the helpers' steps
+ * in flight waited for (spinning, then with the helpers raised to the
+ * caller's scheduling where permitted); with bound, at most 100 ms.
+ * 1 when no step is in flight, 0 when the bound passed. */
+int hz_job_end(struct hz_job *j, int bound);
 /* memset(p, c, size) with kernel, split over the calling thread and the
  * helpers, every byte written before it returns: 1, or 0 (nothing
- * written) below HZ_HELPERS_MIN or when no helper may take part. Helpers
- * are started only with may_start set: never from memset, which may run
- * in a signal handler that interrupted malloc (which pthread_create
- * calls). Only on memory of the arenas: a fault in a helper's step (a
- * file mapping past its end, a protected page) would not reach the
- * program's handler. */
+ * written) below HZ_HELPERS_MIN or when no helper may take part. With
+ * may_start (an allocation's clear) helpers are started and woken; without
+ * (memset, which may run in a signal handler that interrupted malloc) no
+ * system call is made and no lock taken: only helpers polling take part.
+ * Only on memory of the arenas that the program never protected: a fault
+ * in a helper's step would not reach the program's handler. A memset
+ * nested in a split one of the same thread (a signal handler's) is not
+ * split. */
 int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start);
+/* The calling thread leaves its frames by a jump (longjmp from a signal
+ * handler): its split fill in flight, if any, ends (its helpers' steps
+ * waited for), so that nothing writes after the jump. */
+void hz_helpers_jumped(void);
+/* [p, p + size) ends its life (a block's free, resize or unmap): every
+ * fill in it is ended first. One load when no fill is in flight. */
+void hz_helpers_end_in(const void *p, size_t size);
 /* nthreads: the caller and its helpers, 0 for the CPU set's size (1: no
  * helper). At setup. */
 void hz_helpers_setup(unsigned nthreads);
-/* Helpers may start from now on (the constructor's end); must end (exit
- * has begun: waited for 200 ms at most, 20 ms where none could be raised). */
+/* Helpers may start from now on (the constructor's end). */
 void hz_helpers_allow(void);
+/* Every helper ends (raised to the caller's scheduling where permitted),
+ * waited for at most bound_ns; none starts until it returns, and never
+ * again with forever (exit, a seccomp filter); one starved past the bound
+ * ends when it next runs. Returns the helpers that were running. */
+int hz_helpers_quiesce(int forever, uint64_t bound_ns);
+/* Exit has begun: hz_helpers_quiesce(forever, 20 ms). */
 void hz_helpers_exit(void);
 void hz_helpers_fork_prepare(void);
 void hz_helpers_fork_parent(void);
@@ -816,6 +845,7 @@ struct hz_helpers_stats {
 	uint64_t fills;              /* fills split over them */
 	uint64_t starts, start_failures, sched_fallbacks;
 	uint64_t raised_waits;       /* waits that raised them */
+	uint64_t bounded_waits;      /* waits that ended at their bound, a step still in flight */
 	uint64_t busy;               /* offers not made: no idle core */
 	uint64_t late, preempted;    /* helpers that left a job: woke late, preempted in a step */
 	unsigned threads, helpers;
@@ -937,6 +967,12 @@ void hz_zeroer_allow(int allowed);
  * to end and waited for at most 200 ms (20 ms unraised), so that the
  * process's memory is torn down by a thread of normal priority. */
 void hz_zeroer_exit(void);
+/* The zeroer's thread ends (raised to normal priority where permitted),
+ * waited for at most bound_ns (a tenth of it where it could not be
+ * raised); unless forever it may start again at the next kick; one
+ * starved past the bound ends when it next runs. Returns 1 when it was
+ * running. */
+int hz_zeroer_quiesce(int forever, uint64_t bound_ns);
 
 struct hz_zeroer_stats {
 	int running, sched;          /* sched: enum hz_sched, while running */
@@ -1147,6 +1183,12 @@ static inline size_t hz_large_good_size(size_t size)
 	return hz_round_up(size, hz_hardened_huge(size) ? HZ_HUGE_SIZE : HZ_PAGE);
 }
 
+/* The program changes the protection of [p, p + len) (mprotect,
+ * pkey_mprotect, a guard of its own), before it does: every live huge
+ * block there is marked, so that no helper ever writes it (a fault in a
+ * helper's step would not reach the program's SIGSEGV handler). Lock-free;
+ * for any range, the arenas' or not. */
+void hz_large_protected(const void *p, size_t len);
 /* Releases every free dirty page of every chunk, partial huge pages
  * included, and unmaps every cached huge block (malloc_trim); returns the
  * bytes released. */
@@ -1176,10 +1218,18 @@ void hz_large_counters(hz_counter_fn fn, void *arg);
  * allocator in the one order in which the allocator nests them:
  *
  *   the zeroer's thread lock (zeroer.c), the helpers' pool lock
- *   (helpers.c; held with no other), every arena's lock in index
+ *   (helpers.c; held with no other, never across a system call but a
+ *   raise; waiters only try it), every arena's lock in index
  *   order (arena.c), the huge descriptors' pool lock (huge.c), the
  *   registry's writers' lock (registry.c), fresh memory's watch lock
  *   (fresh.c; held with no other)
+ *
+ * and no spin flag: the helpers' offer and fill slots, and population's
+ * slots (a state machine, populate.c), are compare-and-swap states whose
+ * holders never wait on a lock while they hold one; fresh.c's probe flag
+ * is a try-flag no one waits for; hardened mode's quarantine shards
+ * (hardened.c) are spin locks, leaves held for one scan, taken before
+ * all of these by the library's fork handlers;
  *
  * and parent and child release them, so a child forked while other
  * threads allocate finds no lock held by a thread it does not have. The

@@ -3,7 +3,15 @@
  * counter by the calling thread and by helpers at SCHED_IDLE. Offered
  * only while a core is idle; a helper that wakes late, or is preempted in
  * a step, takes no more. The caller never waits for a helper that has not
- * started, only for steps in flight. */
+ * started a step, only for steps in flight.
+ *
+ * What a program can see of it: nothing. memset's side makes no system
+ * call and takes no lock (an offer is one compare-and-swap, read by
+ * helpers that poll while work is likely); work belongs to its block or
+ * to its memset's frame and ends with it (hz_job_end, hz_helpers_jumped);
+ * the library's threads end before a call that needs the process
+ * single-threaded (hz_helpers_quiesce). docs/design.md, "Invisible to
+ * the program". */
 #define _GNU_SOURCE /* pthread_cond_clockwait (glibc 2.30) */
 #include <errno.h>
 #include <pthread.h>
@@ -15,7 +23,6 @@
 
 static unsigned threads = 1; /* the caller and threads - 1 helpers */
 static unsigned cpus = 1;    /* the CPU set's size */
-static int stopping;         /* exit has begun: helpers take no step */
 static struct hz_helpers_stats n;
 
 static void add(uint64_t *v, uint64_t k)
@@ -29,6 +36,12 @@ static void add(uint64_t *v, uint64_t k)
  * preempted (a step is 0.1-0.3 ms of work; a SCHED_IDLE thread that a
  * busy core preempts waits for whole time slices). */
 #define PREEMPTED_NS ((uint64_t)1000000u)
+/* next: the job's generation above this bit, the next step below. */
+#define GEN_SHIFT 40
+#define STEP_MASK (((uint64_t)1 << GEN_SHIFT) - 1)
+#define GEN_MASK (((uint32_t)1 << (64 - GEN_SHIFT)) - 1)
+/* Set while the helpers must end (exit, a quiesce): they take no step. */
+static int helpers_ending;
 
 void hz_job_init(struct hz_job *j, int kind, void *p, size_t size)
 {
@@ -40,12 +53,27 @@ void hz_job_init(struct hz_job *j, int kind, void *p, size_t size)
 	j->skip_every = j->skip_at = j->skip_lo = j->skip_hi = 0;
 	j->c = 0;
 	j->kernel = 0;
-	j->next = 0;
-	j->in_step = 0;
-	j->cancelled = 0;
-	j->early = j->failed = 0;
-	j->done = j->helper_done = 0;
-	/* holders stays: only a job no helper holds is initialised. */
+	j->early = 0;
+	uint32_t gen = (__atomic_load_n(&j->gen, __ATOMIC_RELAXED) + 1) & GEN_MASK;
+	__atomic_store_n(&j->gen, gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->failed, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->helper_done, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->closed, 0, __ATOMIC_RELAXED);
+	/* Last: a claim of this generation sees every field above. */
+	__atomic_store_n(&j->next, (uint64_t)gen << GEN_SHIFT, __ATOMIC_RELEASE);
+	/* in_step and holders stay: a stale helper's claim fails, and it
+	 * counts itself out. */
+}
+
+void hz_job_skip_all(struct hz_job *j)
+{
+	__atomic_store_n(&j->next, ((uint64_t)j->gen << GEN_SHIFT) | j->steps, __ATOMIC_RELEASE);
+}
+
+size_t hz_job_claimed(const struct hz_job *j)
+{
+	return (size_t)(__atomic_load_n(&j->next, __ATOMIC_ACQUIRE) & STEP_MASK);
 }
 
 void hz_job_step_range(const struct hz_job *j, size_t s, unsigned char **lo, unsigned char **hi)
@@ -60,30 +88,46 @@ int hz_job_left_alone(const struct hz_job *j, size_t s)
 	return (j->skip_every && s % j->skip_every == j->skip_at) || (s >= j->skip_lo && s < j->skip_hi);
 }
 
-size_t hz_job_steps(struct hz_job *j, int helper, size_t early)
+/* The next step of generation gen into *s: 1, or 0 when none is left or
+ * the job is of another generation now (ended, or taken again). */
+static int claim(struct hz_job *j, uint32_t gen, size_t *s)
+{
+	uint64_t cur = __atomic_load_n(&j->next, __ATOMIC_ACQUIRE);
+	for (;;) {
+		if (cur >> GEN_SHIFT != gen || (cur & STEP_MASK) >= j->steps)
+			return 0;
+		if (__atomic_compare_exchange_n(&j->next, &cur, cur + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			*s = (size_t)(cur & STEP_MASK);
+			return 1;
+		}
+	}
+}
+
+size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 {
 	size_t done = 0;
 	for (;;) {
-		if (__atomic_load_n(&j->cancelled, __ATOMIC_SEQ_CST) ||
-		    (helper && __atomic_load_n(&stopping, __ATOMIC_RELAXED)))
+		if (helper && (__atomic_load_n(&j->closed, __ATOMIC_SEQ_CST) ||
+			       __atomic_load_n(&helpers_ending, __ATOMIC_RELAXED)))
 			break;
 		/* Early: the rest left to a helper that holds the job now. */
-		if (early && __atomic_load_n(&j->next, __ATOMIC_RELAXED) >= early &&
-		    __atomic_load_n(&j->holders, __ATOMIC_SEQ_CST)) {
+		if (early && hz_job_claimed(j) >= early && __atomic_load_n(&j->holders, __ATOMIC_SEQ_CST)) {
 			j->early = 1;
 			break;
 		}
-		/* In a step before the claim: whoever waits for the steps in
-		 * flight sees every claimed one (a claim past the end, or on a
-		 * cancelled job, leaves at once). */
-		__atomic_fetch_add(&j->in_step, 1, __ATOMIC_SEQ_CST);
-		size_t s = __atomic_fetch_add(&j->next, 1, __ATOMIC_SEQ_CST);
-		if (s >= j->steps || __atomic_load_n(&j->cancelled, __ATOMIC_SEQ_CST)) {
-			__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
+		/* A helper is in a step before its claim: whoever ends the job
+		 * and waits for the steps in flight sees every claimed one. */
+		if (helper)
+			__atomic_fetch_add(&j->in_step, 1, __ATOMIC_SEQ_CST);
+		size_t s;
+		if (!claim(j, gen, &s) || (helper && __atomic_load_n(&j->closed, __ATOMIC_SEQ_CST))) {
+			if (helper)
+				__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
 			break;
 		}
 		if (hz_job_left_alone(j, s)) {
-			__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
+			if (helper)
+				__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
 			continue;
 		}
 		unsigned char *lo, *hi;
@@ -104,7 +148,8 @@ size_t hz_job_steps(struct hz_job *j, int helper, size_t early)
 				add(j->kind == HZ_JOB_FILL ? &n.filled : &n.populated, (size_t)(hi - lo));
 			}
 		}
-		__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
+		if (helper)
+			__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
 		if (e) { /* out of memory, or no such advice: the program faults */
 			__atomic_store_n(&j->failed, e, __ATOMIC_RELAXED);
 			break;
@@ -124,87 +169,178 @@ size_t hz_job_steps(struct hz_job *j, int helper, size_t early)
 /* ---- the helpers ---- */
 
 #define HELPERS_MAX 16
-/* A helper ends after this long with no job offered (a fill never starts
- * one: a program that clears one large block again and again keeps them
- * while it does). */
+/* A helper ends after this long with no job offered. */
 #define LINGER_NS ((uint64_t)10 * 1000000000u)
+/* After a job or an allocation of HZ_HELPERS_MIN (whose memsets may
+ * follow), helpers poll for an offer this long, every POLL_US, reading
+ * the idle cores every IDLE_EVERY_NS: memset offers work only to a
+ * polling helper, since waking a sleeping one is a system call. */
+#define HOT_NS ((uint64_t)50 * 1000000u)
+#define POLL_US 100
+#define IDLE_EVERY_NS ((uint64_t)1000000u)
 /* A forked child starts helpers only once it has lived this long (a child
  * that maps a block and exits has no use for them). */
 #define CHILD_WAIT_NS ((uint64_t)1000000000u)
-/* A helper that wakes this long after the offer found no idle core: it
- * takes no step of that job. */
+/* A helper that finds an offer this long after it was made takes no step
+ * of it (its core was not idle meanwhile). */
 #define LATE_NS ((uint64_t)1000000u)
+
+/* The helpers' states, one lock for their lives (start, sleep, end,
+ * raise), never taken on memset's or free's path; the offer and what it
+ * needs are lock-free. */
 static struct {
 	pthread_mutex_t lock;
-	pthread_cond_t wake; /* a job offered, or the end */
-	struct hz_job *job;  /* the job on offer, or NULL */
-	uint64_t offered_at; /* hz_os_now_ns of its offer */
-	uint64_t seq;        /* offers made: a helper takes each once */
-	unsigned running;    /* helpers started and not ended */
+	pthread_cond_t wake;     /* a hot period begun, or the end */
+	unsigned running;        /* helpers started and not ended */
 	int tid[HELPERS_MAX];
-	int raised[HELPERS_MAX]; /* raised to normal priority for a wait */
-	int allowed;         /* from the constructor's end */
-	int no_proc;         /* /proc/loadavg could not be read: no idle core known */
-	uint64_t child_at;   /* in a forked child: when it was forked */
-	uint64_t gen;        /* bumped by fork_child: a helper of an older one ends */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, {0}, {0}, 0, 0, 0, 0};
+	int raised[HELPERS_MAX]; /* raised for a wait: lowers itself, outside the lock */
+	int allowed;             /* from the constructor's end */
+	int never;               /* no helper ever again (exit, a seccomp filter) */
+	int ending;              /* a quiesce: every helper ends, none starts */
+	int no_proc;             /* /proc/loadavg could not be read: no idle core known */
+	uint64_t child_at;       /* in a forked child: when it was forked */
+	uint64_t gen;            /* bumped by fork_child: a helper of an older one ends */
+	/* Lock-free. */
+	struct hz_job *job;      /* the job on offer, or NULL */
+	uint64_t seq;            /* offers made: a helper takes each once */
+	uint64_t offered_at;     /* hz_os_now_ns of the last offer */
+	uint64_t hot_until;      /* helpers poll until then */
+	int polling;             /* helpers polling now */
+	unsigned idle;           /* idle cores the helpers may take, as last read */
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
 
-/* The job on offer leaves the offer (pool lock held). */
-static void unoffer(struct hz_job *j)
+/* Helpers that may take work: the CPU set's, or a CPU quota's, less the caller. */
+static unsigned wanted(void)
 {
-	if (pool.job == j)
-		pool.job = NULL;
+	unsigned t = threads, q = hz_limits.cpu_quota;
+	if (q && q < t)
+		t = q;
+	t = t ? t - 1 : 0;
+	return t < HELPERS_MAX ? t : HELPERS_MAX;
 }
 
-/* A helper raised for a wait goes back to SCHED_IDLE (pool lock held). */
-static void lower(int slot)
+/* Reads the idle cores into pool.idle: the CPUs of the set (or quota) not
+ * running or waiting to run a thread of the whole system; `self` counts
+ * the reading thread among them (a helper's read, the caller of a later
+ * memset running too). Where it cannot be read, none is, from then on.
+ * System calls: never on memset's path. */
+static void read_idle(int self)
 {
-	if (slot >= 0 && pool.raised[slot]) {
-		pool.raised[slot] = 0;
-		hz_os_sched_background();
+	unsigned r, limit = hz_limits.cpu_quota && hz_limits.cpu_quota < cpus ? hz_limits.cpu_quota : cpus;
+	if (__atomic_load_n(&pool.no_proc, __ATOMIC_RELAXED))
+		return;
+	int e = hz_os_runnable(&r);
+	if (e && e != EMFILE && e != ENFILE && e != EINTR)
+		__atomic_store_n(&pool.no_proc, 1, __ATOMIC_RELAXED);
+	/* The caller of the offer is among the runnable; a helper reading is
+	 * one more, which the offer's caller replaces. */
+	if (self && r)
+		r--;
+	unsigned idle = e || r + 1 > limit ? 0 : limit - r;
+	__atomic_store_n(&pool.idle, e ? 0 : idle, __ATOMIC_RELAXED);
+}
+
+/* The job on offer taken off it, if it is still j. */
+static void unoffer(struct hz_job *j)
+{
+	__atomic_compare_exchange_n(&pool.job, &j, NULL, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
+/* Takes the offer not seen yet (*seen: the last offer seen) and runs its
+ * steps: 1 when it did, 0 when there was none to take. */
+static int take_offer(uint64_t *seen)
+{
+	uint64_t s = __atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST);
+	struct hz_job *j = __atomic_load_n(&pool.job, __ATOMIC_SEQ_CST);
+	if (!j || s == *seen)
+		return 0;
+	*seen = s;
+	if (hz_os_now_ns() - __atomic_load_n(&pool.offered_at, __ATOMIC_RELAXED) > LATE_NS) {
+		add(&n.late, 1);
+		return 0;
 	}
+	/* Held, then checked still on offer: a job is ended and waited for
+	 * only off the offer, so its generation read here is the offer's. */
+	__atomic_fetch_add(&j->holders, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&pool.job, __ATOMIC_SEQ_CST) == j && __atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST) == s) {
+		uint32_t gen = (uint32_t)(__atomic_load_n(&j->next, __ATOMIC_ACQUIRE) >> GEN_SHIFT);
+		hz_job_steps(j, gen, 1, 0);
+		if (__atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST) == s)
+			unoffer(j); /* no step left, ended, or this helper gave up */
+	}
+	__atomic_fetch_sub(&j->holders, 1, __ATOMIC_SEQ_CST);
+	return 1;
+}
+
+/* Whether this helper must end (gen: its generation; lock-free reads). */
+static int must_end(uint64_t gen)
+{
+	return __atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE) != gen || __atomic_load_n(&pool.ending, __ATOMIC_ACQUIRE);
 }
 
 static void *helper_main(void *arg)
 {
-	uint64_t gen = (uint64_t)(uintptr_t)arg, seen;
-	int slot = -1;
+	uint64_t gen = (uint64_t)(uintptr_t)arg, seen, last_read = 0;
+	int slot = -1, polls = 0;
 	if (hz_os_sched_background() != HZ_SCHED_IDLE)
 		add(&n.sched_fallbacks, 1);
 	pthread_mutex_lock(&pool.lock);
 	for (int i = 0; i < HELPERS_MAX && slot < 0; i++)
 		if (!pool.tid[i])
 			pool.tid[slot = i] = hz_os_thread_id();
-	seen = pool.seq - (pool.job != NULL); /* the job it was started for */
+	pthread_mutex_unlock(&pool.lock);
+	seen = __atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST) - (__atomic_load_n(&pool.job, __ATOMIC_SEQ_CST) != NULL);
 	uint64_t idle_since = hz_os_now_ns();
-	while (pool.gen == gen && !stopping) {
-		lower(slot);
-		if (pool.job && pool.seq != seen && hz_os_now_ns() - pool.offered_at > LATE_NS) {
-			seen = pool.seq;
-			add(&n.late, 1);
-			continue;
-		}
-		if (pool.job && pool.seq != seen) {
-			struct hz_job *j = pool.job;
-			seen = pool.seq;
-			/* Held under the lock the job leaves the offer under: a
-			 * job a helper holds is never initialised again. */
-			__atomic_fetch_add(&j->holders, 1, __ATOMIC_SEQ_CST);
-			pthread_mutex_unlock(&pool.lock);
-			hz_job_steps(j, 1, 0);
+	for (;;) {
+		if (must_end(gen))
+			break;
+		/* Raised for a wait that is over: back to SCHED_IDLE, holding no lock. */
+		if (slot >= 0 && __atomic_load_n(&pool.raised[slot], __ATOMIC_ACQUIRE) &&
+		    !__atomic_load_n(&pool.job, __ATOMIC_RELAXED)) {
 			pthread_mutex_lock(&pool.lock);
-			unoffer(j); /* no step left, ended, or this helper gave up */
-			__atomic_fetch_sub(&j->holders, 1, __ATOMIC_SEQ_CST);
+			int lower = pool.raised[slot];
+			pool.raised[slot] = 0;
+			pthread_mutex_unlock(&pool.lock);
+			if (lower)
+				hz_os_sched_background();
+		}
+		if (take_offer(&seen)) {
 			idle_since = hz_os_now_ns();
+			uint64_t hot = idle_since + HOT_NS;
+			if (hot > __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED))
+				__atomic_store_n(&pool.hot_until, hot, __ATOMIC_RELAXED);
 			continue;
 		}
 		uint64_t now = hz_os_now_ns();
+		if (now < __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED)) {
+			if (!polls) {
+				polls = 1;
+				__atomic_fetch_add(&pool.polling, 1, __ATOMIC_SEQ_CST);
+			}
+			if (now - last_read >= IDLE_EVERY_NS) {
+				read_idle(1);
+				last_read = now;
+			}
+			hz_os_sleep_us(POLL_US);
+			continue;
+		}
+		if (polls) {
+			polls = 0;
+			if (__atomic_sub_fetch(&pool.polling, 1, __ATOMIC_SEQ_CST) == 0)
+				__atomic_store_n(&pool.idle, 0, __ATOMIC_RELAXED); /* no one reads it now */
+		}
 		if (now - idle_since >= LINGER_NS)
 			break;
 		uint64_t at = idle_since + LINGER_NS;
 		struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
-		pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
+		pthread_mutex_lock(&pool.lock);
+		if (!must_end(gen) && hz_os_now_ns() >= __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED))
+			pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
+		pthread_mutex_unlock(&pool.lock);
 	}
+	if (polls && __atomic_sub_fetch(&pool.polling, 1, __ATOMIC_SEQ_CST) == 0)
+		__atomic_store_n(&pool.idle, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&pool.lock);
 	if (pool.gen == gen) {
 		pool.running--;
 		if (slot >= 0)
@@ -215,28 +351,38 @@ static void *helper_main(void *arg)
 	return NULL;
 }
 
-/* Whether a core is idle now: fewer threads run or wait to run in the
- * whole system than the CPU set has CPUs (the caller is one of them).
- * Where that cannot be read, none is, from then on (pool lock held). */
-static int idle_core(void)
+/* Whether helpers may run now (lock-free reads). */
+static int may_run(void)
 {
-	unsigned r;
-	if (pool.no_proc)
-		return 0;
-	int e = hz_os_runnable(&r);
-	if (e && e != EMFILE && e != ENFILE && e != EINTR)
-		pool.no_proc = 1;
-	if (e || r >= cpus) {
-		add(&n.busy, 1);
-		return 0;
-	}
-	return 1;
+	uint64_t child_at = __atomic_load_n(&pool.child_at, __ATOMIC_RELAXED);
+	return threads >= 2 && __atomic_load_n(&pool.allowed, __ATOMIC_ACQUIRE) &&
+	       !__atomic_load_n(&pool.never, __ATOMIC_RELAXED) && !__atomic_load_n(&pool.ending, __ATOMIC_RELAXED) &&
+	       (!child_at || hz_os_now_ns() - child_at >= CHILD_WAIT_NS);
 }
 
-/* Starts `start` helpers of generation gen, counted in pool.running
- * already (no lock held: pthread_create allocates). */
-static void start_helpers(unsigned start, uint64_t gen)
+/* Whether helpers poll for offers now, or are starting to (a new one
+ * takes the offer it finds at its start): memset offers only then. */
+static int hot(void)
 {
+	return hz_os_now_ns() < __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED);
+}
+
+/* Starts the missing helpers and wakes the sleeping ones to poll for
+ * HOT_NS, the idle cores read: an allocation's path, no lock of the
+ * library held (pthread_create allocates). */
+static void warm(void)
+{
+	unsigned want = wanted(), start = 0;
+	read_idle(0);
+	__atomic_store_n(&pool.hot_until, hz_os_now_ns() + HOT_NS, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&pool.lock);
+	if (pool.allowed && !pool.never && !pool.ending && pool.running < want) {
+		start = want - pool.running;
+		pool.running = want;
+	}
+	uint64_t gen = pool.gen;
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
 	for (unsigned i = 0; i < start; i++) {
 		if (hz_os_thread_start(helper_main, (void *)(uintptr_t)gen)) {
 			add(&n.start_failures, 1);
@@ -250,32 +396,28 @@ static void start_helpers(unsigned start, uint64_t gen)
 	}
 }
 
-/* Offers j to the helpers (never waiting for the pool's lock), starting
- * the missing ones when may_start is set: 1, or 0 when another job is on
- * offer, no core is idle or no helper may run (before the constructor's
- * end, after exit began, in a child's first second). */
+/* Offers j of generation gen: 1, or 0 when another job is on offer, no
+ * core is idle or no helper may run. From an allocation (may_start):
+ * the idle cores read now, the helpers started or woken. From memset:
+ * no system call, no lock: only to helpers polling already, with the
+ * idle cores they read. */
 static int offer(struct hz_job *j, int may_start)
 {
-	if (threads < 2 || pthread_mutex_trylock(&pool.lock))
+	if (!may_run() || (!may_start && !hot()))
 		return 0;
-	if (pool.job || !pool.allowed || stopping ||
-	    (pool.child_at && hz_os_now_ns() - pool.child_at < CHILD_WAIT_NS) ||
-	    (!may_start && !pool.running) || !idle_core()) {
-		pthread_mutex_unlock(&pool.lock);
+	if (may_start)
+		read_idle(0);
+	if (!__atomic_load_n(&pool.idle, __ATOMIC_RELAXED)) {
+		add(&n.busy, 1);
 		return 0;
 	}
-	pool.job = j;
-	pool.offered_at = hz_os_now_ns();
-	pool.seq++;
-	unsigned want = threads - 1 < HELPERS_MAX ? threads - 1 : HELPERS_MAX, start = 0;
-	if (may_start && pool.running < want) {
-		start = want - pool.running;
-		pool.running = want;
-	}
-	uint64_t gen = pool.gen;
-	pthread_cond_broadcast(&pool.wake);
-	pthread_mutex_unlock(&pool.lock);
-	start_helpers(start, gen);
+	struct hz_job *none = NULL;
+	__atomic_store_n(&pool.offered_at, hz_os_now_ns(), __ATOMIC_RELAXED);
+	if (!__atomic_compare_exchange_n(&pool.job, &none, j, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+		return 0;
+	__atomic_fetch_add(&pool.seq, 1, __ATOMIC_SEQ_CST);
+	if (may_start)
+		warm();
 	return 1;
 }
 
@@ -286,95 +428,179 @@ int hz_helpers_offer(struct hz_job *j)
 
 void hz_helpers_start(void)
 {
-	unsigned want = threads - 1 < HELPERS_MAX ? threads - 1 : HELPERS_MAX, start = 0;
-	if (threads < 2 || __atomic_load_n(&pool.running, __ATOMIC_RELAXED) >= want ||
-	    pthread_mutex_trylock(&pool.lock))
-		return;
-	if (pool.allowed && !stopping && !(pool.child_at && hz_os_now_ns() - pool.child_at < CHILD_WAIT_NS) &&
-	    pool.running < want) {
-		start = want - pool.running;
-		pool.running = want;
-	}
-	uint64_t gen = pool.gen;
-	pthread_mutex_unlock(&pool.lock);
-	start_helpers(start, gen);
+	if (may_run())
+		warm();
 }
 
 void hz_helpers_withdraw(struct hz_job *j)
 {
-	pthread_mutex_lock(&pool.lock);
 	unoffer(j);
-	pthread_mutex_unlock(&pool.lock);
 }
 
-/* The helpers raised to normal priority, where that is permitted (root,
- * or an RLIMIT_NICE of 20): one is in a step that a thread waits for.
- * Each goes back to SCHED_IDLE once it is idle again. 1 when any was. */
+/* The helpers raised to the calling thread's scheduling (its policy and
+ * priority, at least normal), where that is permitted: one is in a step
+ * that this thread waits for, and runs while it waits. Each lowers
+ * itself again once idle, holding no lock. Never waits for the pool's
+ * lock (a helper preempted while it holds it): 1 when it was taken. */
 static int raise_all(void)
 {
-	int any = 0;
-	pthread_mutex_lock(&pool.lock);
+	if (pthread_mutex_trylock(&pool.lock))
+		return 0;
 	for (int i = 0; i < HELPERS_MAX; i++)
-		if (pool.tid[i] && !pool.raised[i] && !hz_os_sched_normal(pool.tid[i]))
-			any = pool.raised[i] = 1;
+		if (pool.tid[i] && !pool.raised[i] && !hz_os_sched_inherit(pool.tid[i]))
+			__atomic_store_n(&pool.raised[i], 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&pool.lock);
-	return any;
+	return 1;
 }
 
-void hz_job_wait(struct hz_job *j)
+/* Spins this long for a step in flight before any system call: a step is
+ * 25-300 us of work, and memset's wait on a running helper makes none. */
+#define SPIN_NS ((uint64_t)2000000u)
+/* Raised helpers are waited for this long at most where the wait may end
+ * (bound set): a population's step changes no byte. */
+#define BOUND_NS ((uint64_t)100000000u)
+
+/* Waits until no helper is in a step of j: spinning, then sleeping with
+ * the helpers raised to this thread's scheduling; with bound, at most
+ * BOUND_NS: 1 when no step is in flight, 0 when the bound passed. */
+static int wait_steps(struct hz_job *j, int bound)
 {
-	for (unsigned spins = 0; __atomic_load_n(&j->in_step, __ATOMIC_SEQ_CST); spins++) {
-		if (spins == 64) {
-			raise_all();
+	uint64_t t0 = hz_os_now_ns();
+	int raised = 0;
+	while (__atomic_load_n(&j->in_step, __ATOMIC_SEQ_CST)) {
+		uint64_t t = hz_os_now_ns() - t0;
+		if (t < SPIN_NS)
+			continue;
+		if (!raised && (raised = raise_all()))
 			add(&n.raised_waits, 1);
+		if (bound && t >= BOUND_NS) {
+			add(&n.bounded_waits, 1);
+			return 0;
 		}
-		if (spins < 64)
-			hz_os_yield();
-		else
-			hz_os_sleep_us(20);
+		hz_os_sleep_us(20);
 	}
+	return 1;
 }
 
-void hz_job_cancel(struct hz_job *j)
+int hz_job_end(struct hz_job *j, int bound)
 {
-	__atomic_store_n(&j->cancelled, 1, __ATOMIC_SEQ_CST);
-	hz_job_wait(j);
+	__atomic_store_n(&j->closed, 1, __ATOMIC_SEQ_CST);
+	unoffer(j);
+	/* A generation no claim is of: no step is taken from now on. */
+	uint64_t cur = __atomic_load_n(&j->next, __ATOMIC_ACQUIRE);
+	uint32_t gen = (uint32_t)((cur >> GEN_SHIFT) + 1) & GEN_MASK;
+	__atomic_store_n(&j->gen, gen, __ATOMIC_RELAXED);
+	__atomic_store_n(&j->next, (uint64_t)gen << GEN_SHIFT, __ATOMIC_SEQ_CST);
+	return wait_steps(j, bound);
 }
 
 /* ---- a fill split over the helpers ---- */
 
-/* The one fill job: not on a caller's stack, which a caller that leaves
- * memset otherwise (a signal handler's longjmp) would hand back while a
- * helper still holds the job. */
-static struct hz_job fill_job;
-static int fill_busy;
+/* The fills in flight, one a memset: not on a caller's stack, which a
+ * caller that leaves memset otherwise (a signal handler's longjmp) would
+ * hand back while a helper still holds the job. A slot is the calling
+ * thread's (mine) from its take to its end; a memset nested in it (a
+ * signal handler's) is deeper on the same stack and splits nothing. */
+#define FILLS 4
+static struct fill {
+	struct hz_job job;
+	int owned;      /* taken by a memset */
+	uintptr_t frame; /* its caller's frame */
+} fills[FILLS];
+static HZ_TLS struct fill *mine;
+static HZ_TLS uint32_t mine_gen;
+static int fills_owned; /* slots owned, for a free that finds none at once */
+
+/* Ends fill f (its helpers stopped and waited for, never bounded: a
+ * store in flight cannot be taken back) and frees its slot. */
+static void fill_end(struct fill *f)
+{
+	hz_job_end(&f->job, 0);
+	if (mine == f)
+		mine = NULL;
+	if (__atomic_exchange_n(&f->owned, 0, __ATOMIC_RELEASE))
+		__atomic_fetch_sub(&fills_owned, 1, __ATOMIC_RELAXED);
+}
+
+static struct fill *fill_take(void)
+{
+	for (int i = 0; i < FILLS; i++) {
+		struct fill *f = &fills[i];
+		if (!__atomic_load_n(&f->owned, __ATOMIC_RELAXED) && !__atomic_load_n(&f->job.in_step, __ATOMIC_SEQ_CST) &&
+		    !__atomic_exchange_n(&f->owned, 1, __ATOMIC_ACQUIRE)) {
+			__atomic_fetch_add(&fills_owned, 1, __ATOMIC_RELAXED);
+			return f;
+		}
+	}
+	return NULL;
+}
 
 int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start)
 {
-	struct hz_job *j = &fill_job;
-	if (threads < 2 || size < HZ_HELPERS_MIN || __atomic_exchange_n(&fill_busy, 1, __ATOMIC_ACQUIRE))
+	if (threads < 2 || size < HZ_HELPERS_MIN)
 		return 0;
-	if (__atomic_load_n(&j->holders, __ATOMIC_SEQ_CST)) { /* a starved helper of the last fill */
-		__atomic_store_n(&fill_busy, 0, __ATOMIC_RELEASE);
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	if (!may_run() || (!may_start && !hot()))
 		return 0;
+	struct fill *f = mine;
+	if (f && __atomic_load_n(&f->job.gen, __ATOMIC_RELAXED) == mine_gen) {
+		if (frame < f->frame)
+			return 0; /* nested in a fill of this thread's (a signal handler) */
+		fill_end(f); /* left by a jump the library did not see */
 	}
+	mine = NULL;
+	if (!(f = fill_take()))
+		return 0;
+	struct hz_job *j = &f->job;
 	hz_job_init(j, HZ_JOB_FILL, p, size);
 	j->c = c;
 	j->kernel = kernel;
+	uint32_t gen = __atomic_load_n(&j->gen, __ATOMIC_RELAXED);
+	f->frame = frame;
+	mine_gen = gen;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the slot is this thread's before a handler can look */
+	mine = f;
 	if (!offer(j, may_start)) {
-		__atomic_store_n(&fill_busy, 0, __ATOMIC_RELEASE);
+		fill_end(f);
 		return 0;
 	}
 	int cancel = hz_os_cancel_off(); /* the wait below is never left half way */
-	hz_job_steps(j, 0, 0);
-	hz_helpers_withdraw(j);
-	/* Every byte is written before this returns: a helper's step in
-	 * flight is waited for (it started on an idle core). */
-	hz_job_wait(j);
+	hz_job_steps(j, gen, 0, 0);
+	if (__atomic_load_n(&j->gen, __ATOMIC_SEQ_CST) != gen) {
+		/* Ended under this call (a jump out of a handler nested in it,
+		 * or a free of the block): which steps were done is not known,
+		 * so every byte is written here. */
+		hz_fill(kernel, p, c, size);
+	} else {
+		unoffer(j);
+		/* Every byte is written before this returns: a helper's step in
+		 * flight is waited for (it started on an idle core). */
+		fill_end(f);
+	}
 	hz_os_cancel_restore(cancel);
-	__atomic_store_n(&fill_busy, 0, __ATOMIC_RELEASE);
 	add(&n.fills, 1);
 	return 1;
+}
+
+void hz_helpers_jumped(void)
+{
+	struct fill *f = mine;
+	if (f && __atomic_load_n(&f->job.gen, __ATOMIC_RELAXED) == mine_gen)
+		fill_end(f);
+	mine = NULL;
+}
+
+void hz_helpers_end_in(const void *p, size_t size)
+{
+	if (hz_likely(!__atomic_load_n(&fills_owned, __ATOMIC_RELAXED)))
+		return;
+	uintptr_t lo = (uintptr_t)p, hi = lo + size;
+	for (int i = 0; i < FILLS; i++) {
+		struct fill *f = &fills[i];
+		uintptr_t a = (uintptr_t)f->job.p;
+		if (__atomic_load_n(&f->owned, __ATOMIC_ACQUIRE) && a < hi && lo < a + f->job.size)
+			fill_end(f);
+	}
 }
 
 /* ---- life ---- */
@@ -388,28 +614,57 @@ void hz_helpers_setup(unsigned nthreads)
 void hz_helpers_allow(void)
 {
 	pthread_mutex_lock(&pool.lock);
-	pool.allowed = 1;
+	__atomic_store_n(&pool.allowed, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&pool.lock);
+}
+
+int hz_helpers_quiesce(int forever, uint64_t bound_ns)
+{
+	pthread_mutex_lock(&pool.lock);
+	if (forever)
+		__atomic_store_n(&pool.never, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&pool.ending, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&helpers_ending, 1, __ATOMIC_RELEASE);
+	int was = (int)pool.running;
+	pthread_cond_broadcast(&pool.wake);
+	pthread_mutex_unlock(&pool.lock);
+	/* One in a step ends it first: raised, as the zeroer is, so that a
+	 * starved one does not hold the caller for seconds; waited for, boundedly. */
+	uint64_t end = hz_os_now_ns() + bound_ns;
+	int raised = 0;
+	pthread_mutex_lock(&pool.lock);
+	while (pool.running && hz_os_now_ns() < end) {
+		if (!raised) {
+			pthread_mutex_unlock(&pool.lock);
+			raised = raise_all();
+			pthread_mutex_lock(&pool.lock);
+			if (!raised)
+				hz_os_yield();
+			continue;
+		}
+		uint64_t at = hz_os_now_ns() + 1000000u < end ? hz_os_now_ns() + 1000000u : end;
+		struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+		pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
+	}
+	int left = (int)pool.running;
+	/* Ended: helpers start again, lazily, at the next allocation that
+	 * offers work (unless forever). */
+	__atomic_store_n(&pool.ending, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&helpers_ending, 0, __ATOMIC_RELEASE);
+	if (left) {
+		/* Starved beyond the bound: they end when they next run. */
+		pool.gen++;
+		pool.running = 0;
+		for (int i = 0; i < HELPERS_MAX; i++)
+			pool.tid[i] = pool.raised[i] = 0;
+	}
+	pthread_mutex_unlock(&pool.lock);
+	return was;
 }
 
 void hz_helpers_exit(void)
 {
-	pthread_mutex_lock(&pool.lock);
-	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
-	pthread_cond_broadcast(&pool.wake);
-	pthread_mutex_unlock(&pool.lock);
-	/* The helpers end (one in a step ends it first) before the process
-	 * tears its memory down: raised, as the zeroer is, so that a starved
-	 * one does not hold the teardown for seconds; waited for, boundedly
-	 * (briefly when they could not be raised: exit never waits for a
-	 * starved one). */
-	uint64_t end = hz_os_now_ns() + (raise_all() ? 200 : 20) * 1000000u;
-	pthread_mutex_lock(&pool.lock);
-	while (pool.running && hz_os_now_ns() < end) {
-		struct timespec ts = {(time_t)(end / 1000000000u), (long)(end % 1000000000u)};
-		pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
-	}
-	pthread_mutex_unlock(&pool.lock);
+	hz_helpers_quiesce(1, 20 * 1000000u);
 }
 
 void hz_helpers_fork_prepare(void)
@@ -424,16 +679,25 @@ void hz_helpers_fork_parent(void)
 
 void hz_helpers_fork_child(void)
 {
-	/* No helper runs in the child, none holds a job; its counters start
-	 * from zero. */
+	/* No helper runs in the child, none holds a job, no fill is in
+	 * flight but the forking thread's (left by the fork's return); its
+	 * counters start from zero. */
 	pool.gen++;
 	pool.job = NULL;
 	pool.running = 0;
+	pool.polling = 0;
+	pool.idle = 0;
+	pool.ending = helpers_ending = 0;
+	pool.hot_until = 0;
 	pool.child_at = hz_os_now_ns();
 	for (int i = 0; i < HELPERS_MAX; i++)
 		pool.tid[i] = pool.raised[i] = 0;
-	fill_job.holders = 0;
-	fill_busy = 0;
+	for (int i = 0; i < FILLS; i++) {
+		fills[i].job.holders = fills[i].job.in_step = 0;
+		fills[i].owned = 0;
+	}
+	fills_owned = 0;
+	mine = NULL;
 	n = (struct hz_helpers_stats){0};
 	pthread_mutex_unlock(&pool.lock);
 	pthread_cond_init(&pool.wake, NULL);
@@ -448,9 +712,10 @@ void hz_helpers_stats(struct hz_helpers_stats *out)
 	out->start_failures = __atomic_load_n(&n.start_failures, __ATOMIC_RELAXED);
 	out->sched_fallbacks = __atomic_load_n(&n.sched_fallbacks, __ATOMIC_RELAXED);
 	out->raised_waits = __atomic_load_n(&n.raised_waits, __ATOMIC_RELAXED);
+	out->bounded_waits = __atomic_load_n(&n.bounded_waits, __ATOMIC_RELAXED);
 	out->busy = __atomic_load_n(&n.busy, __ATOMIC_RELAXED);
 	out->late = __atomic_load_n(&n.late, __ATOMIC_RELAXED);
 	out->preempted = __atomic_load_n(&n.preempted, __ATOMIC_RELAXED);
 	out->threads = threads;
-	out->helpers = threads - 1 < HELPERS_MAX ? threads - 1 : HELPERS_MAX;
+	out->helpers = wanted();
 }

@@ -46,6 +46,7 @@ static void hand_out(struct hz_arena *a, struct hz_huge *h, size_t usable, int z
 {
 	h->size = usable;
 	h->live = 1;
+	__atomic_store_n(&h->program_protected, 0, __ATOMIC_RELAXED);
 	a->allocated += usable;
 	hz_arena_count_alloc(a, usable, fresh ? usable : 0, zero);
 	if (zero) {

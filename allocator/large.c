@@ -175,10 +175,39 @@ size_t hz_large_usable(struct hz_owner o, const void *p)
 	return n > guard_in(n) ? n - guard_in(n) : 0;
 }
 
-int hz_large_free(struct hz_owner o, void *p)
+/* The block at p ends or changes its life: every job of the helpers in
+ * it is ended first (a fill only in a huge block: no chunk block reaches
+ * HZ_HELPERS_MIN), its readings taken. */
+static void jobs_end(struct hz_owner o, const void *p)
 {
 	hz_fresh_freed(p); /* their readings before the clear touches it */
 	hz_populate_freed(p);
+	if (o.huge)
+		hz_helpers_end_in(o.huge->base, o.huge->mapped);
+}
+
+void hz_large_protected(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p, e = a + len < a ? UINTPTR_MAX : a + len;
+	uintptr_t lo = HZ_REG_WINDOW_LO, hi = lo + __atomic_load_n(&hz_reg_span, __ATOMIC_RELAXED);
+	if (hi < lo)
+		hi = UINTPTR_MAX;
+	if (e <= lo || a >= hi)
+		return; /* outside the arenas' window: not theirs */
+	a = (a > lo ? a : lo) & ~(uintptr_t)(HZ_CHUNK_SIZE - 1);
+	e = e < hi ? e : hi;
+	for (; a < e; a += HZ_CHUNK_SIZE) {
+		uintptr_t r = hz_reg_get((const void *)a);
+		if (r & HZ_REG_HUGE)
+			__atomic_store_n(&((struct hz_huge *)(r & ~HZ_REG_HUGE))->program_protected, 1, __ATOMIC_SEQ_CST);
+		if (a > UINTPTR_MAX - HZ_CHUNK_SIZE)
+			break;
+	}
+}
+
+int hz_large_free(struct hz_owner o, void *p)
+{
+	jobs_end(o, p);
 	int cleared = 0;
 	size_t fresh_tail = 0; /* pages at its end not in memory: its span given back */
 	if (hz_hardened) {
@@ -226,7 +255,7 @@ size_t hz_large_resize(struct hz_owner o, void *p, size_t size)
 {
 	size_t old = hz_large_usable(o, p);
 	if (old && size && size <= hz_block_max && size != old) {
-		hz_populate_freed(p);
+		jobs_end(o, p);
 		resize_in_place(o, p, old, size);
 	}
 	return hz_large_usable(o, p);
@@ -238,8 +267,7 @@ void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	hz_fresh_freed(p); /* a watched or tracked block is read before it changes */
-	hz_populate_freed(p);
+	jobs_end(o, p); /* a watched or tracked block is read before it changes */
 	if (!resize_in_place(o, p, old, size))
 		return p;
 	void *q = huge_at(o, p) && size > HZ_RUN_MAX && !hz_hardened ? hz_huge_cache_move(o.huge, size) : NULL;
@@ -414,6 +442,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "helpers.sched_fallbacks", hs.sched_fallbacks, 0);
 	/* Waits for a helper's step that raised the helpers' priority. */
 	fn(arg, "helpers.raised_waits", hs.raised_waits, 0);
+	/* Waits that ended at their bound, a population step in flight. */
+	fn(arg, "helpers.bounded_waits", hs.bounded_waits, 0);
 	/* Offers not made (no idle core), helpers that left a job (woke
 	 * late, preempted in a step). */
 	fn(arg, "helpers.busy", hs.busy, 0);

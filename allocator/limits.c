@@ -52,11 +52,12 @@ static size_t limit_of(const char *dir, int version)
 	return max < high ? max : high;
 }
 
-/* The memory controller's path of this process from /proc/self/cgroup
- * into path (cap bytes), and its version: 1 ("N:...memory...:/p"), 2
+/* The controller ctl's path of this process from /proc/self/cgroup
+ * into path (cap bytes), and its version: 1 ("N:...ctl...:/p"), 2
  * ("0::/p"), or 0 when the file cannot be read. */
-static int own_group(char *path, size_t cap)
+static int own_group(const char *ctl_name, char *path, size_t cap)
 {
+	size_t cl = strlen(ctl_name);
 	char buf[2048];
 	size_t len;
 	if (hz_os_read_file("/proc/self/cgroup", buf, sizeof buf, &len))
@@ -71,8 +72,8 @@ static int own_group(char *path, size_t cap)
 			*c2 = 0;
 			const char *ctl = c1 + 1, *p = c2 + 1;
 			int v1 = 0;
-			for (const char *w = ctl; (w = strstr(w, "memory")); w += 6)
-				if ((w == ctl || w[-1] == ',') && (w[6] == 0 || w[6] == ','))
+			for (const char *w = ctl; (w = strstr(w, ctl_name)); w += cl)
+				if ((w == ctl || w[-1] == ',') && (w[cl] == 0 || w[cl] == ','))
 					v1 = 1;
 			if ((v1 || (!*ctl && !version)) && strlen(p) < cap) {
 				memcpy(path, p, strlen(p) + 1);
@@ -88,12 +89,42 @@ static int own_group(char *path, size_t cap)
 	return version;
 }
 
+/* A walk from a group's directory under base up to its hierarchy's root. */
+struct walk {
+	const char *base, *group;
+	size_t gl;    /* the part of group left to walk */
+	int done, bad; /* past the root; a directory too long for the caller's buffer */
+};
+
+/* The walk's next directory into dir (cap bytes): 1, or 0 once past the
+ * root (or bad set, where it did not fit). */
+static int walk_next(struct walk *w, char *dir, size_t cap)
+{
+	size_t bl = strlen(w->base), gl = w->gl;
+	if (w->done)
+		return 0;
+	while (gl && w->group[gl - 1] == '/')
+		gl--;
+	if (bl + gl + 1 > cap) {
+		w->bad = 1;
+		return 0;
+	}
+	memcpy(dir, w->base, bl);
+	memcpy(dir + bl, w->group, gl);
+	dir[bl + gl] = 0;
+	w->done = !gl;
+	while (gl && w->group[gl - 1] != '/')
+		gl--;
+	w->gl = gl;
+	return 1;
+}
+
 /* Walks from the process's group up to the hierarchy's root and keeps
  * the least limit and its directory. */
 static void read_cgroup(void)
 {
 	char group[sizeof hz_limits.dir], dir[sizeof hz_limits.dir];
-	int version = own_group(group, sizeof group - sizeof V1_BASE);
+	int version = own_group("memory", group, sizeof group - sizeof V1_BASE);
 	if (!version) { /* no /proc: the namespace's root group, as mounted */
 		group[0] = 0;
 		version = read_number(V1_BASE, "memory.limit_in_bytes") != HZ_LIMIT_NONE ? 1 : 2;
@@ -105,28 +136,68 @@ static void read_cgroup(void)
 		if (hz_os_read_file(V2_BASE "/cgroup.controllers", buf, sizeof buf, &len) || !strstr(buf, "memory"))
 			return;
 	}
-	const char *base = version == 1 ? V1_BASE : V2_BASE;
-	size_t bl = strlen(base), best = HZ_LIMIT_NONE;
-	for (size_t gl = strlen(group);;) {
-		while (gl && group[gl - 1] == '/')
-			gl--;
-		if (bl + gl + 1 > sizeof dir)
-			return;
-		memcpy(dir, base, bl);
-		memcpy(dir + bl, group, gl);
-		dir[bl + gl] = 0;
+	struct walk w = {version == 1 ? V1_BASE : V2_BASE, group, strlen(group), 0, 0};
+	size_t best = HZ_LIMIT_NONE;
+	while (walk_next(&w, dir, sizeof dir)) {
 		size_t l = limit_of(dir, version);
 		if (l < best) {
 			best = l;
-			memcpy(hz_limits.dir, dir, bl + gl + 1);
+			memcpy(hz_limits.dir, dir, strlen(dir) + 1);
 		}
-		if (!gl)
-			break;
-		while (gl && group[gl - 1] != '/')
-			gl--;
 	}
+	if (w.bad)
+		return;
 	hz_limits.cgroup_version = version;
 	hz_limits.cgroup = best;
+}
+
+/* The CPUs a quota of quota us every period us allows, rounded down, at
+ * least 1; 0 for none. */
+static unsigned quota_cpus(size_t quota, size_t period)
+{
+	if (quota == HZ_LIMIT_NONE || period == HZ_LIMIT_NONE || !period)
+		return 0;
+	size_t c = quota / period;
+	return c < 1 ? 1 : c > 4096 ? 4096 : (unsigned)c;
+}
+
+/* The CPUs group directory dir's quota allows (cgroup version), or 0:
+ * v2's cpu.max ("max 100000" or "200000 100000"), v1's cpu.cfs_quota_us
+ * over cpu.cfs_period_us (-1: none). */
+static unsigned quota_of(const char *dir, int version)
+{
+	if (version == 1)
+		return quota_cpus(read_number(dir, "cpu.cfs_quota_us"), read_number(dir, "cpu.cfs_period_us"));
+	char path[sizeof hz_limits.dir + 16], buf[64];
+	size_t dl = strlen(dir), len, q, p;
+	if (dl + sizeof "/cpu.max" > sizeof path)
+		return 0;
+	memcpy(path, dir, dl);
+	memcpy(path + dl, "/cpu.max", sizeof "/cpu.max");
+	if (hz_os_read_file(path, buf, sizeof buf - 1, &len))
+		return 0;
+	buf[len] = 0;
+	const char *sp = strchr(buf, ' ');
+	return !number(buf, &q) && sp && !number(sp + 1, &p) ? quota_cpus(q, p) : 0;
+}
+
+/* The least CPU quota from the process's group up to its hierarchy's
+ * root. Unknown (no /proc, no /sys): none, as the CPU set then bounds
+ * the helpers. */
+static void read_cpu_quota(void)
+{
+	char group[sizeof hz_limits.dir], dir[sizeof hz_limits.dir];
+	int version = own_group("cpu", group, sizeof group - sizeof "/sys/fs/cgroup/cpu");
+	if (!version)
+		return;
+	struct walk w = {version == 1 ? "/sys/fs/cgroup/cpu" : V2_BASE, group, strlen(group), 0, 0};
+	unsigned best = 0;
+	while (walk_next(&w, dir, sizeof dir)) {
+		unsigned c = quota_of(dir, version);
+		if (c && (!best || c < best))
+			best = c;
+	}
+	hz_limits.cpu_quota = best;
 }
 
 void hz_limits_read(void)
@@ -140,6 +211,7 @@ void hz_limits_read(void)
 	    buf[0] <= '2')
 		hz_limits.overcommit = buf[0] - '0';
 	read_cgroup();
+	read_cpu_quota();
 }
 
 void hz_limits_refresh(void)

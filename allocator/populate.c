@@ -80,53 +80,67 @@ static void learn(unsigned c, uint64_t share)
 #define EARLY_PART 8
 
 enum kind { READ_ALL, READ_SENTINELS, POPULATED };
+/* A slot's states, and who moves it from one to the next:
+ *   FREE -> TAKING         slot_take (compare-and-swap), filling its fields
+ *   TAKING -> POPULATING   slot_take, the block published last: its allocation populates it
+ *   TAKING -> LIVE         slot_take, for a block only to be read (READ_ALL)
+ *   POPULATING -> LIVE     the allocation's end (helpers may still take steps: an early calloc)
+ *   LIVE -> ENDING         a free of its block, or read_due once no step is left (compare-and-swap)
+ *   ENDING -> FREE         whoever moved it to ENDING, its job ended and its block read
+ * A slot whose job a helper is still in a step of (an end that passed its
+ * bound) is not taken again until the step is over. */
+enum { FREE, TAKING, POPULATING, LIVE, ENDING };
 struct track {
-	struct hz_job job; /* its steps (job.p: the block, NULL for a free slot) */
-	uint64_t due;      /* when a large allocation reads it, hz_os_now_ns */
+	struct hz_job job;    /* its steps */
+	unsigned char *block; /* the block, published with its state (NULL: none) */
+	uint64_t due;         /* when a large allocation reads it, hz_os_now_ns */
 	unsigned cls;
 	int kind;
-	int populating;    /* its allocation is populating it still */
-	int busy;          /* a thread takes, reads or ends the slot */
+	int state;
 };
 #define SLOTS 32
 static struct track slots[SLOTS];
-static int tracked; /* slots in use, for a free that finds none at once */
+static int tracked; /* slots not free, for a free that finds none at once */
 
 static unsigned char *block_of(struct track *t)
 {
-	return __atomic_load_n(&t->job.p, __ATOMIC_ACQUIRE);
+	return __atomic_load_n(&t->block, __ATOMIC_ACQUIRE);
 }
 
-/* A free slot for p, taken (marked populating when it will be); NULL
- * when every slot is in use. */
+/* How long after its handout a block is read: READ_NS plus the time to
+ * write size bytes at READ_BYTES_PER_S (no overflow up to HZ_HUGE_MAX). */
+static uint64_t read_delay(size_t size)
+{
+	uint64_t s = size;
+	return READ_NS + s / READ_BYTES_PER_S * 1000000000u + s % READ_BYTES_PER_S * 1000000000u / READ_BYTES_PER_S;
+}
+
+/* A free slot for p, taken (POPULATING when it will be populated, else
+ * LIVE); NULL when every slot is in use. */
 static struct track *slot_take(void *p, size_t size, int kind)
 {
 	for (int i = 0; i < SLOTS; i++) {
 		struct track *t = &slots[i];
-		if (block_of(t) || __atomic_load_n(&t->job.holders, __ATOMIC_SEQ_CST) ||
-		    __atomic_exchange_n(&t->busy, 1, __ATOMIC_ACQUIRE))
+		int free = FREE;
+		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != FREE ||
+		    __atomic_load_n(&t->job.in_step, __ATOMIC_SEQ_CST) ||
+		    __atomic_load_n(&t->job.holders, __ATOMIC_SEQ_CST) ||
+		    !__atomic_compare_exchange_n(&t->state, &free, TAKING, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
-		/* Free and held, and no helper holds its last job (a slot is
-		 * freed off the offer; a helper starved since it took it
-		 * keeps the slot until it lets go). */
-		if (t->job.p || __atomic_load_n(&t->job.holders, __ATOMIC_SEQ_CST)) {
-			__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
-			continue;
-		}
-		/* Published with the slot held: every reader takes it. */
 		hz_job_init(&t->job, HZ_JOB_POPULATE, p, size);
 		if (kind == READ_SENTINELS) {
 			t->job.skip_every = SENTINEL_EVERY;
 			t->job.skip_at = SENTINEL_EVERY / 2;
 		}
 		if (kind == READ_ALL)
-			t->job.next = t->job.steps; /* nothing to populate */
-		t->due = hz_os_now_ns() + READ_NS + size * 1000000000u / READ_BYTES_PER_S;
+			hz_job_skip_all(&t->job); /* nothing to populate */
+		t->due = hz_os_now_ns() + read_delay(size);
 		t->cls = class_of(size);
 		t->kind = kind;
-		__atomic_store_n(&t->populating, kind != READ_ALL, __ATOMIC_SEQ_CST);
 		__atomic_fetch_add(&tracked, 1, __ATOMIC_RELAXED);
-		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
+		/* Published last: whoever finds the block finds every field. */
+		__atomic_store_n(&t->block, (unsigned char *)p, __ATOMIC_RELEASE);
+		__atomic_store_n(&t->state, kind == READ_ALL ? LIVE : POPULATING, __ATOMIC_RELEASE);
 		return t;
 	}
 	add(&n.untracked, 1);
@@ -153,10 +167,13 @@ static size_t resident_in(const struct track *t, int sentinels, size_t *pages)
 	return in;
 }
 
-/* Reads t's touched share into its class and frees the slot (t->busy
- * held by the caller, its job off the offer, no step in flight). */
-static void read_and_end(struct track *t)
+/* Ends t's job (the steps in flight waited for, boundedly: a population
+ * step changes no byte), reads its touched share into its class and
+ * frees the slot; the caller moved it to ENDING. */
+static void end_and_read(struct track *t)
 {
+	int cancel = hz_os_cancel_off(); /* never left half way */
+	hz_job_end(&t->job, 1);
 	size_t pages, in, populated = __atomic_load_n(&t->job.done, __ATOMIC_RELAXED);
 	if (t->kind == READ_ALL || t->kind == READ_SENTINELS) {
 		in = resident_in(t, t->kind == READ_SENTINELS, &pages);
@@ -173,17 +190,16 @@ static void read_and_end(struct track *t)
 		uint64_t d = __atomic_load_n(&classes[t->cls].density, __ATOMIC_RELAXED);
 		add(&n.untouched_bytes, populated / 1024 * (1024 - (d > 1024 ? 1024 : d)));
 	}
-	__atomic_store_n(&t->job.p, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&t->block, NULL, __ATOMIC_RELEASE);
 	__atomic_fetch_sub(&tracked, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&t->state, FREE, __ATOMIC_RELEASE);
+	hz_os_cancel_restore(cancel);
 }
 
-/* Whether t's population is over: its allocation done, every step
- * claimed, none in flight. */
+/* Whether t's population is over: every step claimed, none in flight. */
 static int settled(struct track *t)
 {
-	return !__atomic_load_n(&t->populating, __ATOMIC_SEQ_CST) &&
-	       __atomic_load_n(&t->job.next, __ATOMIC_SEQ_CST) >= t->job.steps &&
-	       !__atomic_load_n(&t->job.in_step, __ATOMIC_SEQ_CST);
+	return hz_job_claimed(&t->job) >= t->job.steps && !__atomic_load_n(&t->job.in_step, __ATOMIC_SEQ_CST);
 }
 
 /* Reads one block that is due and whose population is over (a large
@@ -194,19 +210,12 @@ static void read_due(void)
 	uint64_t now = hz_os_now_ns();
 	for (int i = 0; i < SLOTS; i++) {
 		struct track *t = &slots[i];
-		if (!block_of(t) || (int64_t)(now - t->due) < 0 || !settled(t) ||
-		    __atomic_exchange_n(&t->busy, 1, __ATOMIC_ACQUIRE))
+		int live = LIVE;
+		if (__atomic_load_n(&t->state, __ATOMIC_ACQUIRE) != LIVE || (int64_t)(now - t->due) < 0 || !settled(t) ||
+		    !__atomic_compare_exchange_n(&t->state, &live, ENDING, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
 			continue;
-		/* Held: still there, due and settled (a free may have ended
-		 * it)? A helper that takes it later finds no step. */
-		int read = t->job.p && (int64_t)(now - t->due) >= 0 && settled(t);
-		if (read) {
-			hz_helpers_withdraw(&t->job);
-			read_and_end(t);
-		}
-		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
-		if (read)
-			return;
+		end_and_read(t);
+		return;
 	}
 }
 
@@ -218,20 +227,17 @@ void hz_populate_freed(const void *p)
 		struct track *t = &slots[i];
 		if (block_of(t) != p)
 			continue;
-		/* A reader of it (read_due, never waiting) is done at once. */
-		while (__atomic_exchange_n(&t->busy, 1, __ATOMIC_ACQUIRE))
-			hz_os_yield();
-		if (t->job.p == p) {
-			/* Off the offer (a helper would take it no more), then
-			 * the steps in flight waited for, never left half way. */
-			int cancel = hz_os_cancel_off();
-			hz_helpers_withdraw(&t->job);
-			hz_job_cancel(&t->job);
-			read_and_end(t);
-			hz_os_cancel_restore(cancel);
+		for (;;) {
+			int st = __atomic_load_n(&t->state, __ATOMIC_ACQUIRE);
+			if (block_of(t) != p || st == FREE || st == TAKING)
+				return; /* ended by a reader meanwhile */
+			if (st == LIVE && __atomic_compare_exchange_n(&t->state, &st, ENDING, 0, __ATOMIC_ACQUIRE,
+								      __ATOMIC_RELAXED)) {
+				end_and_read(t);
+				return;
+			}
+			hz_os_yield(); /* a reader ends it: never waiting for a helper */
 		}
-		__atomic_store_n(&t->busy, 0, __ATOMIC_RELEASE);
-		return;
 	}
 }
 
@@ -332,7 +338,7 @@ void hz_populate_block(void *p, size_t size, size_t fresh, int wanted, int zero)
 	 * 69; calloc and a loop, 49 against 70 the other way). */
 	int shared = size >= HZ_HELPERS_MIN && hz_helpers_offer(j);
 	size_t early = shared && zero ? (j->steps + EARLY_PART - 1) / EARLY_PART : 0;
-	size_t done = hz_job_steps(j, 0, early);
+	size_t done = hz_job_steps(j, j->gen, 0, early);
 	if (shared && !j->early)
 		hz_helpers_withdraw(j);
 	if (j->failed == EINVAL) /* no MADV_POPULATE_WRITE (Linux 5.14): never again */
@@ -340,7 +346,7 @@ void hz_populate_block(void *p, size_t size, size_t fresh, int wanted, int zero)
 	add(&n.bytes, done); /* the helpers' are counted by them */
 	add(&n.early, j->early);
 	add(&n.blocks, done || j->early);
-	__atomic_store_n(&t->populating, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&t->state, LIVE, __ATOMIC_RELEASE);
 }
 
 void hz_populate_setup(int m)
@@ -353,9 +359,9 @@ void hz_populate_fork_child(void)
 	/* No block is tracked (the parent's steps in flight are the
 	 * parent's); the counters start from zero; the classes stand. */
 	for (int i = 0; i < SLOTS; i++) {
-		slots[i].job.p = NULL;
+		slots[i].block = NULL;
 		slots[i].job.holders = slots[i].job.in_step = 0;
-		slots[i].busy = slots[i].populating = 0;
+		slots[i].state = FREE;
 	}
 	tracked = 0;
 	n = (struct hz_populate_stats){0};

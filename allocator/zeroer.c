@@ -450,9 +450,10 @@ void hz_zeroer_kick(int may_start, int wake)
 		start();
 }
 
-void hz_zeroer_exit(void)
+int hz_zeroer_quiesce(int forever, uint64_t bound_ns)
 {
 	pthread_mutex_lock(&thread.lock);
+	int allowed = thread.allowed, was = thread.state == RUNNING || thread.state == STARTING;
 	thread.allowed = 0;
 	thread.stop = 1;
 	pthread_cond_signal(&thread.wake);
@@ -465,17 +466,36 @@ void hz_zeroer_exit(void)
 	 * it under this lock before it ends. */
 	int raised = thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid);
 	/* A bounded wait: long enough for a thread that gets the CPU to end
-	 * its step; exit never waits for a starved one. */
-	struct timespec t = after((raised ? 200 : 20) * 1000000u);
+	 * its step; never waiting for a starved one past the bound. */
+	uint64_t bound = raised ? bound_ns : bound_ns / 10;
+	struct timespec t = after(bound);
 	while (thread.state == RUNNING || thread.state == STARTING) {
 		if (!raised && thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid)) {
 			raised = 1; /* it was starting: raised once it runs */
-			t = after(200 * 1000000u);
+			t = after(bound_ns);
 		}
 		if (pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t))
 			break;
 	}
+	int left = thread.state == RUNNING || thread.state == STARTING;
+	if (left) {
+		/* Starved past the bound: it ends when it next runs (its
+		 * generation is over), and another may start. */
+		thread.gen++;
+		thread.state = NOT_STARTED;
+		thread.tid = 0;
+	}
+	if (!forever) {
+		thread.stop = 0;
+		thread.allowed = allowed;
+	}
 	pthread_mutex_unlock(&thread.lock);
+	return was;
+}
+
+void hz_zeroer_exit(void)
+{
+	hz_zeroer_quiesce(1, 200 * 1000000u);
 }
 
 void hz_zeroer_allow(int allowed)

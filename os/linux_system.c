@@ -441,6 +441,18 @@ int hz_os_sched_normal(int tid)
 	return r;
 }
 
+int hz_os_sched_inherit(int tid)
+{
+	int saved = errno, pol = sched_getscheduler(0), r;
+	struct sched_param sp = {0};
+	if ((pol == SCHED_FIFO || pol == SCHED_RR) && !sched_getparam(0, &sp))
+		r = sched_setscheduler(tid, pol, &sp) ? -1 : 0;
+	else
+		r = hz_os_sched_normal(tid);
+	errno = saved;
+	return r;
+}
+
 static void *probe_main(void *arg)
 {
 	*(int *)arg = (int)hz_os_sched_background();

@@ -207,6 +207,11 @@ int hz_os_thread_id(void);
  * success, else -1 (leaving SCHED_IDLE or nice 19 needs CAP_SYS_NICE or
  * an RLIMIT_NICE of 20). */
 int hz_os_sched_normal(int tid);
+/* Raises thread tid of this process to the calling thread's scheduling:
+ * its real-time policy and priority (SCHED_FIFO, SCHED_RR), else
+ * SCHED_OTHER at nice 0 as hz_os_sched_normal. 0, or -1 where that is
+ * not permitted (CAP_SYS_NICE, RLIMIT_RTPRIO, RLIMIT_NICE). */
+int hz_os_sched_inherit(int tid);
 
 /* ---- environment ---- */
 

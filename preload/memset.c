@@ -14,7 +14,10 @@
  * every such program and runs the resolver early. Sizes above
  * HZ_FRONT_MAX go to a policy that starts with the portable kernel and is
  * replaced once by setup: no locks, no allocation, no syscalls, no lazy
- * initialisation.
+ * initialisation. A large memset split over the helpers keeps that: its
+ * offer is one compare-and-swap to helpers already polling; only a wait
+ * for a helper's step that outlasts 2 ms of spinning sleeps
+ * (allocator/helpers.c).
  *
  * On x86-64 this file is built with -ffixed-xmm0..15 (CMakeLists.txt), so
  * memset uses zmm16-31 and needs no vzeroupper: keep every other function
@@ -29,13 +32,16 @@ HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* Whether [p, p + n) lies in one huge block of the arenas: memory whose
- * stores cannot fault in a way the program handles (no file behind it,
- * never protected by the library), so helper threads may write it. */
+/* Whether [p, p + n) lies in one huge block of the arenas that the
+ * program never protected: memory whose stores cannot fault in a way the
+ * program handles (no file behind it, no protection the program set,
+ * seen by the interposed mprotect: invisible.c), so helper threads may
+ * write it. */
 static int in_one_block(const void *p, size_t n)
 {
 	struct hz_owner o = hz_large_owner(p); /* p within the block when o.huge */
-	return o.huge && n <= (uintptr_t)o.huge->base + o.huge->mapped - (uintptr_t)p;
+	return o.huge && !__atomic_load_n(&o.huge->program_protected, __ATOMIC_SEQ_CST) &&
+	       n <= (uintptr_t)o.huge->base + o.huge->mapped - (uintptr_t)p;
 }
 
 /* The program's large memset: the policy's kernel, counted; from

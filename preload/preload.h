@@ -225,9 +225,14 @@ int hz_stats_write(const char *path, const char *format);
 /* The figure called name into *value: 0, or ENOENT. */
 int hz_stats_find(const char *name, uint64_t *value);
 
+/* Ends the interval's thread, waited for at most bound_ns: 1 when it
+ * was running, else 0. Unless forever, it starts again at the next large call
+ * (hz_stats_child_check). */
+int hz_stats_quiesce(int forever, uint64_t bound_ns);
 HZ_NOINLINE void hz_stats_child_tick(void);
-/* On the large paths (a load and a branch): starts a forked child's
- * interval thread once it is due (report.c). */
+/* On the large paths (a load and a branch): starts the interval thread
+ * of a forked child, or again after a quiesce, once it is due
+ * (report.c). */
 static inline void hz_stats_child_check(void)
 {
 	if (hz_unlikely(__atomic_load_n(&hz_report_child_pending, __ATOMIC_RELAXED)))
