@@ -281,7 +281,7 @@ fi
 # Only the interposed ABI and the hz_ API are exported, and C++'s
 # operators: exactly those Debian's libjemalloc.so.2 exports.
 exports=$(nm -D --defined-only "$lib" | awk '$3 !~ /^_Z/ {print $3}' | sort | tr '\n' ' ')
-want="__bzero __explicit_bzero_chk __memset_chk __register_atfork aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat hz_stats_dump mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset nallocx posix_memalign pvalloc rallocx realloc reallocarray sallocx sdallocx valloc xallocx "
+want="__bzero __explicit_bzero_chk __longjmp_chk __memset_chk __register_atfork _longjmp aligned_alloc bzero calloc dallocx explicit_bzero free free_aligned_sized free_sized hz_clear hz_clear_hinted hz_clear_pages hz_kernel_for hz_stat hz_stats_dump longjmp madvise mallctl mallctlbymib mallctlnametomib mallinfo mallinfo2 malloc malloc_stats malloc_stats_print malloc_trim malloc_usable_size mallocx mallopt memalign memset mprotect nallocx pkey_mprotect posix_memalign prctl pvalloc rallocx realloc reallocarray sallocx sdallocx setns siglongjmp unshare valloc xallocx "
 if [ "$exports" = "$want" ]; then ok "exports: $exports"; else bad "exports: '$exports', want '$want'"; fi
 # C++'s operators in a C++ program: bound to the library (on and off),
 # every check holding, and on libstdc++'s own as well.
