@@ -43,11 +43,11 @@ static void *small_alloc(size_t size, int flags)
 /* The one entry for large blocks, every size from hz_large_threshold:
  * counted by operation and size class, its call site sampled; the
  * arenas' where they can serve it (hz_alloc_large), a zeroed one taken
- * into the arms (arm A: the block cleared whole by glibc's memset, as
- * glibc clears what it recycles); the small engine the fallback: for an
- * alignment above a huge page or a jemalloc arena named, and where the
- * arenas could not map (an address-space limit, the kernel out of
- * memory). Impossible sizes fail as they are. */
+ * into the arms (arm A: the block cleared whole, to its usable size, by
+ * glibc's memset, as glibc clears what it recycles); the small engine
+ * the fallback: for an alignment above a huge page or a jemalloc arena
+ * named, and where the arenas could not map (an address-space limit,
+ * the kernel out of memory). Impossible sizes fail as they are. */
 static HZ_NOINLINE void *large_entry(size_t size, int flags)
 {
 	int zero = (flags & HZ_JE_ZERO) != 0;
@@ -62,8 +62,11 @@ static HZ_NOINLINE void *large_entry(size_t size, int flags)
 		size_t align = HZ_JE_ALIGN_OF(flags);
 		p = hz_large_alloc_aligned(size, align > HZ_PAGE ? align : HZ_PAGE, arm == HZ_AB_A ? 0 : zero);
 		if (hz_unlikely(arm) && p) {
+			/* Its whole usable size, as arm B's: jemalloc's contract
+			 * (and a later rallocx or xallocx with MALLOCX_ZERO)
+			 * has every usable byte of a zeroed block zero. */
 			if (arm == HZ_AB_A)
-				hz_ab_baseline(p, 0, size);
+				hz_ab_baseline(p, 0, hz_large_usable(hz_large_owner(p), p));
 			hz_ab_record(HZ_AB_CALLOC, arm, size, hz_os_now_ns() - t0);
 		}
 		if (hz_unlikely(__atomic_load_n(&hz_large_pressed, __ATOMIC_RELAXED))) {
