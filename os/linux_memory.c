@@ -176,21 +176,50 @@ int hz_os_populate(void *p, size_t size)
 #define MADV_GUARD_REMOVE 103
 #endif
 
-/* Set once MADV_GUARD_INSTALL was refused (before Linux 6.13): mprotect
- * from then on. */
-static int no_guard_advice;
+/* Whether the kernel has the guard advice (Linux 6.13): 0 not yet
+ * known, 1 it has, -1 it has not (every guard is mprotect's then).
+ * Learnt at the first refused install, never on the common path. */
+static int guard_advice;
+/* Guards installed by mprotect(PROT_NONE), ever: where a mapping refused
+ * the advice (VM_LOCKED after mlockall(MCL_FUTURE), hugetlb) or the
+ * kernel lacks it. Counted before the mprotect: the thread that frees
+ * the block later sees it. While 0, a removal is the advice alone. */
+static unsigned long prot_guards;
+
+/* After MADV_GUARD_INSTALL's EINVAL: learns once whether the kernel
+ * knows the advice at all. A madvise of no bytes checks the advice and
+ * nothing else: 0 where it is known, EINVAL where not. p page-aligned. */
+static void learn_guard_advice(void *p, int saved)
+{
+	if (__atomic_load_n(&guard_advice, __ATOMIC_RELAXED))
+		return;
+	int e = hz_os_status(syscall(SYS_madvise, p, 0, MADV_GUARD_INSTALL), saved);
+	__atomic_store_n(&guard_advice, e ? -1 : 1, __ATOMIC_RELAXED);
+}
 
 int hz_os_guard(void *p, size_t size, int on)
 {
 	int saved = errno;
-	if (!__atomic_load_n(&no_guard_advice, __ATOMIC_RELAXED)) {
-		int e = hz_os_status(syscall(SYS_madvise, p, size, on ? MADV_GUARD_INSTALL : MADV_GUARD_REMOVE),
-				     saved);
-		if (e != EINVAL)
-			return e;
-		__atomic_store_n(&no_guard_advice, 1, __ATOMIC_RELAXED);
+	int advice = __atomic_load_n(&guard_advice, __ATOMIC_RELAXED) >= 0;
+	if (on) {
+		if (advice) {
+			int e = hz_os_status(syscall(SYS_madvise, p, size, MADV_GUARD_INSTALL), saved);
+			if (e != EINVAL)
+				return e;
+			/* This mapping refuses it, or the kernel has no such
+			 * advice: this guard is mprotect's. */
+			learn_guard_advice(p, saved);
+		}
+		__atomic_fetch_add(&prot_guards, 1, __ATOMIC_RELAXED);
+		return hz_os_status(syscall(SYS_mprotect, p, size, PROT_NONE), saved);
 	}
-	return hz_os_status(syscall(SYS_mprotect, p, size, on ? PROT_NONE : PROT_READ | PROT_WRITE), saved);
+	/* Removed whichever way it was installed: the advice's marker (which
+	 * mprotect leaves in place), and PROT_NONE once any guard was made so. */
+	int e = advice ? hz_os_status(syscall(SYS_madvise, p, size, MADV_GUARD_REMOVE), saved) : 0;
+	if (!__atomic_load_n(&prot_guards, __ATOMIC_RELAXED))
+		return e;
+	int m = hz_os_status(syscall(SYS_mprotect, p, size, PROT_READ | PROT_WRITE), saved);
+	return m ? m : e == EINVAL ? 0 : e; /* EINVAL: a mapping that takes no marker holds none */
 }
 
 int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8])

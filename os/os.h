@@ -81,9 +81,15 @@ int hz_os_mapped(const void *p);
  * safe while another thread writes there. EINVAL before Linux 5.14. */
 int hz_os_populate(void *p, size_t size);
 /* Makes [p, p+size) (whole pages) a guard region where on, where any
- * access faults (MADV_GUARD_INSTALL, which neither splits the mapping
- * nor needs memory; PROT_NONE before Linux 6.13), and ordinary memory
- * again otherwise, reading zero. 0 or an errno. */
+ * access faults, and ordinary memory again otherwise, reading zero.
+ * A guard is MADV_GUARD_INSTALL's marker, which neither splits the
+ * mapping nor needs memory; PROT_NONE for this call alone where the
+ * mapping refuses the advice (VM_LOCKED after mlockall(MCL_FUTURE),
+ * hugetlb), and for every call where the kernel lacks it (before Linux
+ * 6.13). A removal undoes either: MADV_GUARD_REMOVE, and mprotect too
+ * once any guard of the process was PROT_NONE's, so no guard is left in
+ * memory handed out again. One system call each way while no guard fell
+ * back. 0 or an errno. */
 int hz_os_guard(void *p, size_t size, int on);
 /* Which of the n pages from p (page-aligned, n <= 512) are in memory and
  * mapped by this process alone (/proc/self/pagemap's present and
