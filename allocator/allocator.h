@@ -726,17 +726,94 @@ void hz_budget_bound(struct hz_arena *a);
  * are taken fresh again. Returns the bytes. */
 size_t hz_budget_trim(struct hz_arena *a);
 
+/* ---- crew.c ---- the life of the library's background threads, written
+ * once: the helpers and the zeroer's thread are each a crew; what its
+ * threads do is their owner's. A thread slot's states, under the crew's
+ * lock, and who moves them:
+ *
+ *   FREE -> STARTING     hz_crew_reserve, at an allocation (its caller then
+ *                        makes the thread, no lock held: pthread_create allocates)
+ *   STARTING -> FREE     hz_crew_started, when no thread could be made
+ *   STARTING -> RUNNING  hz_crew_enter, the thread itself, lowered to
+ *                        SCHED_IDLE (nice 19 where refused) before its id is published
+ *   RUNNING -> FREE      hz_crew_leave_locked, the thread ending (its linger
+ *                        over, a quiesce, exit, an older generation)
+ *
+ * The crew: allowed (from the constructor's end), ending (a quiesce in
+ * flight: its threads end, none starts), never (after exit or a seccomp
+ * filter), its generation (bumped by a fork's child, and by a quiesce
+ * whose bound passed: a thread of an older one ends when it next runs,
+ * counting for nothing), and a forked child's first second, in which none
+ * starts. A waiter on a thread's work raises the running ones to its own
+ * scheduling (hz_crew_raise, never waiting for the crew's lock); each
+ * lowers itself once idle, holding no lock (hz_crew_lower). The crew's
+ * lock is never held across a system call but a raise, nor while its
+ * holder waits for another lock. */
+
+#define HZ_CREW_MAX 16
+enum { HZ_CREW_FREE, HZ_CREW_STARTING, HZ_CREW_RUNNING };
+struct hz_crew {
+	pthread_mutex_t lock;     /* its life */
+	pthread_cond_t wake;      /* its threads' sleep and end; its owner's too */
+	int slot[HZ_CREW_MAX];    /* HZ_CREW_* */
+	int tid[HZ_CREW_MAX];     /* a running thread's id */
+	int raised[HZ_CREW_MAX];  /* raised for a wait */
+	unsigned running;         /* slots not free */
+	int allowed, never, ending;
+	uint64_t gen, child_at;
+	uint64_t starts, start_failures, sched_fallbacks;
+	int sched_got;            /* what its last thread got, enum hz_sched */
+};
+#define HZ_CREW_INIT {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER}
+
+/* Whether threads may start now (lock-free). */
+int hz_crew_may_start(struct hz_crew *c);
+/* Slots for the threads missing to want (at most HZ_CREW_MAX) taken, lock
+ * held: how many the caller starts now, of generation *gen, each then
+ * reported to hz_crew_started (no lock held). */
+unsigned hz_crew_reserve(struct hz_crew *c, unsigned want, uint64_t *gen);
+/* One thread of gen started (e 0) or not (e the error: its slot freed). */
+void hz_crew_started(struct hz_crew *c, uint64_t gen, int e);
+/* The calling thread, of generation gen, enters the crew: its slot, or
+ * -1 when its generation is over (it ends at once). */
+int hz_crew_enter(struct hz_crew *c, uint64_t gen);
+/* The calling thread in slot leaves the crew (lock held), its waiters woken. */
+void hz_crew_leave_locked(struct hz_crew *c, int slot, uint64_t gen);
+/* Whether a thread of generation gen must end now (lock-free). */
+int hz_crew_must_end(struct hz_crew *c, uint64_t gen);
+/* The calling thread in slot back to SCHED_IDLE if it was raised, holding no lock. */
+void hz_crew_lower(struct hz_crew *c, int slot);
+/* The running threads raised to the caller's scheduling where permitted:
+ * 1 when any was, 0 when none, -1 when the lock was busy (not waited for). */
+int hz_crew_raise(struct hz_crew *c);
+/* Every thread ends: raised, waited for at most bound_ns (a tenth of it
+ * where none could be raised); none starts meanwhile, nor ever again with
+ * forever. One starved past the bound ends when it next runs. Returns the
+ * threads that were running. */
+int hz_crew_quiesce(struct hz_crew *c, int forever, uint64_t bound_ns);
+/* Threads may start (the constructor's end), or not. */
+void hz_crew_allow(struct hz_crew *c, int allowed);
+/* fork: the crew's lock held across it; in the child no thread runs, its
+ * first second starts none, its counters start from zero. */
+void hz_crew_fork_prepare(struct hz_crew *c);
+void hz_crew_fork_parent(struct hz_crew *c);
+void hz_crew_fork_child(struct hz_crew *c);
+/* CLOCK_MONOTONIC ns as a timespec, for its timed waits. */
+struct timespec;
+void hz_crew_timespec(uint64_t at, struct timespec *ts);
+
 /* ---- helpers.c ---- helper threads on idle cores. One large extent's work
  * at a time, a population (MADV_POPULATE_WRITE) or a fill, is cut into
  * 2 MiB steps (the huge pages it spans; the first and last may be
  * partial) claimed from a shared counter by the calling thread and by up
  * to 16 helpers at SCHED_IDLE, which only idle cores run (fewer threads
  * runnable system-wide than CPUs in the set, and than a cgroup's CPU
- * quota; never without /proc). A helper that finds an offer 1 ms late
+ * quota; never without /proc). A helper that finds an offer 2 ms late
  * takes no step, one preempted in a step takes no more. Helpers start and
  * wake at an allocation (which may make system calls); after one, and
- * after each job, they poll for offers for 50 ms, so that memset can
- * offer work with one compare-and-swap, no system call and no lock.
+ * after each job, they poll for offers for a second (every 100 us for
+ * 20 ms, then every ms), so that memset can offer work with one
+ * compare-and-swap, no system call and no lock.
  * Work is owned by its block or its memset: whoever ends it
  * (hz_job_end) waits only for the steps in flight, raising the helpers to
  * its own scheduling where that is permitted. Never in a forked child's
@@ -1217,9 +1294,9 @@ void hz_large_counters(hz_counter_fn fn, void *arg);
  * handlers, never registered here. The prepare takes every lock of the
  * allocator in the one order in which the allocator nests them:
  *
- *   the zeroer's thread lock (zeroer.c), the helpers' pool lock
- *   (helpers.c; held with no other, never across a system call but a
- *   raise; waiters only try it), every arena's lock in index
+ *   the zeroer's crew lock (zeroer.c, crew.c), the helpers' crew lock
+ *   (helpers.c, crew.c; held with no other, never across a system call
+ *   but a raise; a waiter on their work only tries it), every arena's lock in index
  *   order (arena.c), the huge descriptors' pool lock (huge.c), the
  *   registry's writers' lock (registry.c), fresh memory's watch lock
  *   (fresh.c; held with no other)

@@ -172,42 +172,32 @@ size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 /* A helper ends after this long with no job offered. */
 #define LINGER_NS ((uint64_t)10 * 1000000000u)
 /* After a job or an allocation of HZ_HELPERS_MIN (whose memsets may
- * follow), helpers poll for an offer this long, every POLL_US, reading
- * the idle cores every IDLE_EVERY_NS: memset offers work only to a
- * polling helper, since waking a sleeping one is a system call. */
-#define HOT_NS ((uint64_t)50 * 1000000u)
+ * follow), helpers poll for an offer for HOT_NS: every POLL_US for the
+ * first POLL_FAST_NS, every POLL_SLOW_US after (a program that clears one
+ * block again and again keeps them polling), reading the idle cores every
+ * IDLE_EVERY_NS. memset offers work only to a polling helper, since
+ * waking a sleeping one is a system call. */
+#define HOT_NS ((uint64_t)1000000000u)
+#define POLL_FAST_NS ((uint64_t)20 * 1000000u)
 #define POLL_US 100
+#define POLL_SLOW_US 1000
 #define IDLE_EVERY_NS ((uint64_t)1000000u)
-/* A forked child starts helpers only once it has lived this long (a child
- * that maps a block and exits has no use for them). */
-#define CHILD_WAIT_NS ((uint64_t)1000000000u)
 /* A helper that finds an offer this long after it was made takes no step
- * of it (its core was not idle meanwhile). */
-#define LATE_NS ((uint64_t)1000000u)
+ * of it (its core was not idle meanwhile): twice the slow poll. */
+#define LATE_NS ((uint64_t)2000000u)
 
-/* The helpers' states, one lock for their lives (start, sleep, end,
- * raise), never taken on memset's or free's path; the offer and what it
+/* The helpers: a crew (crew.c) for their lives; the offer and what it
  * needs are lock-free. */
+static struct hz_crew crew = HZ_CREW_INIT;
 static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t wake;     /* a hot period begun, or the end */
-	unsigned running;        /* helpers started and not ended */
-	int tid[HELPERS_MAX];
-	int raised[HELPERS_MAX]; /* raised for a wait: lowers itself, outside the lock */
-	int allowed;             /* from the constructor's end */
-	int never;               /* no helper ever again (exit, a seccomp filter) */
-	int ending;              /* a quiesce: every helper ends, none starts */
-	int no_proc;             /* /proc/loadavg could not be read: no idle core known */
-	uint64_t child_at;       /* in a forked child: when it was forked */
-	uint64_t gen;            /* bumped by fork_child: a helper of an older one ends */
-	/* Lock-free. */
-	struct hz_job *job;      /* the job on offer, or NULL */
-	uint64_t seq;            /* offers made: a helper takes each once */
-	uint64_t offered_at;     /* hz_os_now_ns of the last offer */
-	uint64_t hot_until;      /* helpers poll until then */
-	int polling;             /* helpers polling now */
-	unsigned idle;           /* idle cores the helpers may take, as last read */
-} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+	int no_proc;         /* /proc/loadavg could not be read: no idle core known */
+	struct hz_job *job;  /* the job on offer, or NULL */
+	uint64_t seq;        /* offers made: a helper takes each once */
+	uint64_t offered_at; /* hz_os_now_ns of the last offer */
+	uint64_t hot_until;  /* helpers poll until then */
+	int polling;         /* helpers polling now */
+	unsigned idle;       /* idle cores the helpers may take, as last read */
+} pool;
 
 /* Helpers that may take work: the CPU set's, or a CPU quota's, less the caller. */
 static unsigned wanted(void)
@@ -272,38 +262,16 @@ static int take_offer(uint64_t *seen)
 	return 1;
 }
 
-/* Whether this helper must end (gen: its generation; lock-free reads). */
-static int must_end(uint64_t gen)
-{
-	return __atomic_load_n(&pool.gen, __ATOMIC_ACQUIRE) != gen || __atomic_load_n(&pool.ending, __ATOMIC_ACQUIRE);
-}
-
 static void *helper_main(void *arg)
 {
 	uint64_t gen = (uint64_t)(uintptr_t)arg, seen, last_read = 0;
-	int slot = -1, polls = 0;
-	if (hz_os_sched_background() != HZ_SCHED_IDLE)
-		add(&n.sched_fallbacks, 1);
-	pthread_mutex_lock(&pool.lock);
-	for (int i = 0; i < HELPERS_MAX && slot < 0; i++)
-		if (!pool.tid[i])
-			pool.tid[slot = i] = hz_os_thread_id();
-	pthread_mutex_unlock(&pool.lock);
+	int slot = hz_crew_enter(&crew, gen), polls = 0;
 	seen = __atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST) - (__atomic_load_n(&pool.job, __ATOMIC_SEQ_CST) != NULL);
 	uint64_t idle_since = hz_os_now_ns();
-	for (;;) {
-		if (must_end(gen))
-			break;
+	while (slot >= 0 && !hz_crew_must_end(&crew, gen)) {
 		/* Raised for a wait that is over: back to SCHED_IDLE, holding no lock. */
-		if (slot >= 0 && __atomic_load_n(&pool.raised[slot], __ATOMIC_ACQUIRE) &&
-		    !__atomic_load_n(&pool.job, __ATOMIC_RELAXED)) {
-			pthread_mutex_lock(&pool.lock);
-			int lower = pool.raised[slot];
-			pool.raised[slot] = 0;
-			pthread_mutex_unlock(&pool.lock);
-			if (lower)
-				hz_os_sched_background();
-		}
+		if (!__atomic_load_n(&pool.job, __ATOMIC_RELAXED))
+			hz_crew_lower(&crew, slot);
 		if (take_offer(&seen)) {
 			idle_since = hz_os_now_ns();
 			uint64_t hot = idle_since + HOT_NS;
@@ -321,7 +289,8 @@ static void *helper_main(void *arg)
 				read_idle(1);
 				last_read = now;
 			}
-			hz_os_sleep_us(POLL_US);
+			uint64_t since = now + HOT_NS - __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED);
+			hz_os_sleep_us(since < POLL_FAST_NS ? POLL_US : POLL_SLOW_US);
 			continue;
 		}
 		if (polls) {
@@ -331,33 +300,25 @@ static void *helper_main(void *arg)
 		}
 		if (now - idle_since >= LINGER_NS)
 			break;
-		uint64_t at = idle_since + LINGER_NS;
-		struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
-		pthread_mutex_lock(&pool.lock);
-		if (!must_end(gen) && hz_os_now_ns() >= __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED))
-			pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
-		pthread_mutex_unlock(&pool.lock);
+		struct timespec ts;
+		hz_crew_timespec(idle_since + LINGER_NS, &ts);
+		pthread_mutex_lock(&crew.lock);
+		if (!hz_crew_must_end(&crew, gen) && hz_os_now_ns() >= __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED))
+			pthread_cond_clockwait(&crew.wake, &crew.lock, CLOCK_MONOTONIC, &ts);
+		pthread_mutex_unlock(&crew.lock);
 	}
 	if (polls && __atomic_sub_fetch(&pool.polling, 1, __ATOMIC_SEQ_CST) == 0)
 		__atomic_store_n(&pool.idle, 0, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&pool.lock);
-	if (pool.gen == gen) {
-		pool.running--;
-		if (slot >= 0)
-			pool.tid[slot] = pool.raised[slot] = 0;
-		pthread_cond_broadcast(&pool.wake);
-	}
-	pthread_mutex_unlock(&pool.lock);
+	pthread_mutex_lock(&crew.lock);
+	hz_crew_leave_locked(&crew, slot, gen);
+	pthread_mutex_unlock(&crew.lock);
 	return NULL;
 }
 
 /* Whether helpers may run now (lock-free reads). */
 static int may_run(void)
 {
-	uint64_t child_at = __atomic_load_n(&pool.child_at, __ATOMIC_RELAXED);
-	return threads >= 2 && __atomic_load_n(&pool.allowed, __ATOMIC_ACQUIRE) &&
-	       !__atomic_load_n(&pool.never, __ATOMIC_RELAXED) && !__atomic_load_n(&pool.ending, __ATOMIC_RELAXED) &&
-	       (!child_at || hz_os_now_ns() - child_at >= CHILD_WAIT_NS);
+	return threads >= 2 && hz_crew_may_start(&crew);
 }
 
 /* Whether helpers poll for offers now, or are starting to (a new one
@@ -372,28 +333,15 @@ static int hot(void)
  * library held (pthread_create allocates). */
 static void warm(void)
 {
-	unsigned want = wanted(), start = 0;
+	uint64_t gen;
 	read_idle(0);
 	__atomic_store_n(&pool.hot_until, hz_os_now_ns() + HOT_NS, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&pool.lock);
-	if (pool.allowed && !pool.never && !pool.ending && pool.running < want) {
-		start = want - pool.running;
-		pool.running = want;
-	}
-	uint64_t gen = pool.gen;
-	pthread_cond_broadcast(&pool.wake);
-	pthread_mutex_unlock(&pool.lock);
-	for (unsigned i = 0; i < start; i++) {
-		if (hz_os_thread_start(helper_main, (void *)(uintptr_t)gen)) {
-			add(&n.start_failures, 1);
-			pthread_mutex_lock(&pool.lock);
-			if (pool.gen == gen)
-				pool.running--;
-			pthread_mutex_unlock(&pool.lock);
-		} else {
-			add(&n.starts, 1);
-		}
-	}
+	pthread_mutex_lock(&crew.lock);
+	unsigned start = hz_crew_reserve(&crew, wanted(), &gen);
+	pthread_cond_broadcast(&crew.wake);
+	pthread_mutex_unlock(&crew.lock);
+	for (unsigned i = 0; i < start; i++)
+		hz_crew_started(&crew, gen, hz_os_thread_start(helper_main, (void *)(uintptr_t)gen));
 }
 
 /* Offers j of generation gen: 1, or 0 when another job is on offer, no
@@ -437,22 +385,6 @@ void hz_helpers_withdraw(struct hz_job *j)
 	unoffer(j);
 }
 
-/* The helpers raised to the calling thread's scheduling (its policy and
- * priority, at least normal), where that is permitted: one is in a step
- * that this thread waits for, and runs while it waits. Each lowers
- * itself again once idle, holding no lock. Never waits for the pool's
- * lock (a helper preempted while it holds it): 1 when it was taken. */
-static int raise_all(void)
-{
-	if (pthread_mutex_trylock(&pool.lock))
-		return 0;
-	for (int i = 0; i < HELPERS_MAX; i++)
-		if (pool.tid[i] && !pool.raised[i] && !hz_os_sched_inherit(pool.tid[i]))
-			__atomic_store_n(&pool.raised[i], 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&pool.lock);
-	return 1;
-}
-
 /* Spins this long for a step in flight before any system call: a step is
  * 25-300 us of work, and memset's wait on a running helper makes none. */
 #define SPIN_NS ((uint64_t)2000000u)
@@ -471,7 +403,7 @@ static int wait_steps(struct hz_job *j, int bound)
 		uint64_t t = hz_os_now_ns() - t0;
 		if (t < SPIN_NS)
 			continue;
-		if (!raised && (raised = raise_all()))
+		if (!raised && (raised = hz_crew_raise(&crew) >= 0))
 			add(&n.raised_waits, 1);
 		if (bound && t >= BOUND_NS) {
 			add(&n.bounded_waits, 1);
@@ -613,52 +545,15 @@ void hz_helpers_setup(unsigned nthreads)
 
 void hz_helpers_allow(void)
 {
-	pthread_mutex_lock(&pool.lock);
-	__atomic_store_n(&pool.allowed, 1, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&pool.lock);
+	hz_crew_allow(&crew, 1);
 }
 
 int hz_helpers_quiesce(int forever, uint64_t bound_ns)
 {
-	pthread_mutex_lock(&pool.lock);
-	if (forever)
-		__atomic_store_n(&pool.never, 1, __ATOMIC_RELEASE);
-	__atomic_store_n(&pool.ending, 1, __ATOMIC_RELEASE);
+	/* Helpers take no more steps: a fill's caller does the rest. */
 	__atomic_store_n(&helpers_ending, 1, __ATOMIC_RELEASE);
-	int was = (int)pool.running;
-	pthread_cond_broadcast(&pool.wake);
-	pthread_mutex_unlock(&pool.lock);
-	/* One in a step ends it first: raised, as the zeroer is, so that a
-	 * starved one does not hold the caller for seconds; waited for, boundedly. */
-	uint64_t end = hz_os_now_ns() + bound_ns;
-	int raised = 0;
-	pthread_mutex_lock(&pool.lock);
-	while (pool.running && hz_os_now_ns() < end) {
-		if (!raised) {
-			pthread_mutex_unlock(&pool.lock);
-			raised = raise_all();
-			pthread_mutex_lock(&pool.lock);
-			if (!raised)
-				hz_os_yield();
-			continue;
-		}
-		uint64_t at = hz_os_now_ns() + 1000000u < end ? hz_os_now_ns() + 1000000u : end;
-		struct timespec ts = {(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
-		pthread_cond_clockwait(&pool.wake, &pool.lock, CLOCK_MONOTONIC, &ts);
-	}
-	int left = (int)pool.running;
-	/* Ended: helpers start again, lazily, at the next allocation that
-	 * offers work (unless forever). */
-	__atomic_store_n(&pool.ending, 0, __ATOMIC_RELEASE);
+	int was = hz_crew_quiesce(&crew, forever, bound_ns);
 	__atomic_store_n(&helpers_ending, 0, __ATOMIC_RELEASE);
-	if (left) {
-		/* Starved beyond the bound: they end when they next run. */
-		pool.gen++;
-		pool.running = 0;
-		for (int i = 0; i < HELPERS_MAX; i++)
-			pool.tid[i] = pool.raised[i] = 0;
-	}
-	pthread_mutex_unlock(&pool.lock);
 	return was;
 }
 
@@ -669,12 +564,12 @@ void hz_helpers_exit(void)
 
 void hz_helpers_fork_prepare(void)
 {
-	pthread_mutex_lock(&pool.lock);
+	hz_crew_fork_prepare(&crew);
 }
 
 void hz_helpers_fork_parent(void)
 {
-	pthread_mutex_unlock(&pool.lock);
+	hz_crew_fork_parent(&crew);
 }
 
 void hz_helpers_fork_child(void)
@@ -682,16 +577,11 @@ void hz_helpers_fork_child(void)
 	/* No helper runs in the child, none holds a job, no fill is in
 	 * flight but the forking thread's (left by the fork's return); its
 	 * counters start from zero. */
-	pool.gen++;
 	pool.job = NULL;
-	pool.running = 0;
 	pool.polling = 0;
 	pool.idle = 0;
-	pool.ending = helpers_ending = 0;
 	pool.hot_until = 0;
-	pool.child_at = hz_os_now_ns();
-	for (int i = 0; i < HELPERS_MAX; i++)
-		pool.tid[i] = pool.raised[i] = 0;
+	helpers_ending = 0;
 	for (int i = 0; i < FILLS; i++) {
 		fills[i].job.holders = fills[i].job.in_step = 0;
 		fills[i].owned = 0;
@@ -699,8 +589,7 @@ void hz_helpers_fork_child(void)
 	fills_owned = 0;
 	mine = NULL;
 	n = (struct hz_helpers_stats){0};
-	pthread_mutex_unlock(&pool.lock);
-	pthread_cond_init(&pool.wake, NULL);
+	hz_crew_fork_child(&crew);
 }
 
 void hz_helpers_stats(struct hz_helpers_stats *out)
@@ -708,9 +597,9 @@ void hz_helpers_stats(struct hz_helpers_stats *out)
 	out->populated = __atomic_load_n(&n.populated, __ATOMIC_RELAXED);
 	out->filled = __atomic_load_n(&n.filled, __ATOMIC_RELAXED);
 	out->fills = __atomic_load_n(&n.fills, __ATOMIC_RELAXED);
-	out->starts = __atomic_load_n(&n.starts, __ATOMIC_RELAXED);
-	out->start_failures = __atomic_load_n(&n.start_failures, __ATOMIC_RELAXED);
-	out->sched_fallbacks = __atomic_load_n(&n.sched_fallbacks, __ATOMIC_RELAXED);
+	out->starts = __atomic_load_n(&crew.starts, __ATOMIC_RELAXED);
+	out->start_failures = __atomic_load_n(&crew.start_failures, __ATOMIC_RELAXED);
+	out->sched_fallbacks = __atomic_load_n(&crew.sched_fallbacks, __ATOMIC_RELAXED);
 	out->raised_waits = __atomic_load_n(&n.raised_waits, __ATOMIC_RELAXED);
 	out->bounded_waits = __atomic_load_n(&n.bounded_waits, __ATOMIC_RELAXED);
 	out->busy = __atomic_load_n(&n.busy, __ATOMIC_RELAXED);

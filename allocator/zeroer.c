@@ -296,58 +296,42 @@ int hz_work_decay(void)
 
 int hz_zeroer_enabled;
 
-enum { NOT_STARTED, STARTING, RUNNING, FAILED };
-/* The thread's state, under its lock. */
+/* The thread: a crew of one (crew.c); its wake-up, under the crew's lock. */
+static struct hz_crew crew = HZ_CREW_INIT;
 static struct {
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* the thread's sleep, and its end */
-	int state, pending, sleeping, allowed, stop;
-	int tid;           /* the running thread's id, 0 once it is ending */
-	uint64_t gen;      /* bumped by fork_child: a thread of an older one stops */
-	uint64_t child_at; /* in a forked child: when it was forked */
-} thread = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NOT_STARTED, 0, 0, 0, 0, 0, 0, 0};
+	int pending;  /* work was signalled: run again before sleeping */
+	int sleeping; /* in its timed sleep */
+	int failed;   /* no thread could be made: none is tried again */
+} thread;
 
 /* The thread's counters; a forked child's start from zero. */
 static struct {
-	uint64_t starts, start_failures, sched_fallbacks, cpu_ns, wakeups, exits;
+	uint64_t cpu_ns, wakeups, exits;
 } n;
-static int sched_got;
 
 /* How long the zeroer sleeps with nothing to do while the arenas hold
  * free memory: it runs the decay on waking. */
 #define IDLE_TICK_MS 250
 /* The thread ends after this long with nothing to do. */
 #define LINGER_NS ((uint64_t)1000000000u)
-/* A forked child starts one only once it has lived this long: a child
- * that frees and exits at once has no use for it. */
-#define CHILD_WAIT_NS ((uint64_t)1000000000u)
 
 /* ns from now on CLOCK_MONOTONIC (hz_os_now_ns's clock), for a timed
  * wait that no change of the wall clock lengthens. */
 static struct timespec after(uint64_t ns)
 {
-	uint64_t at = hz_os_now_ns() + ns;
-	return (struct timespec){(time_t)(at / 1000000000u), (long)(at % 1000000000u)};
+	struct timespec ts;
+	hz_crew_timespec(hz_os_now_ns() + ns, &ts);
+	return ts;
 }
 
 static void *zeroer_main(void *arg)
 {
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
-	/* Lowered before its id is published: exit may raise it again. */
-	enum hz_sched s = hz_os_sched_background();
-	__atomic_store_n(&sched_got, (int)s, __ATOMIC_RELAXED);
-	if (s != HZ_SCHED_IDLE)
-		add(&n.sched_fallbacks, 1);
-	pthread_mutex_lock(&thread.lock);
-	if (thread.gen == gen) {
-		thread.state = RUNNING;
-		thread.tid = hz_os_thread_id();
-	}
-	pthread_mutex_unlock(&thread.lock);
+	int slot = hz_crew_enter(&crew, gen);
 	uint64_t cpu_base = hz_os_thread_cpu_ns(); /* this thread's clock */
 	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0;
 	for (;;) {
-		int stop = __atomic_load_n(&thread.stop, __ATOMIC_RELAXED);
+		int stop = slot < 0 || hz_crew_must_end(&crew, gen);
 		if (!stop)
 			hz_fresh_probe_if_due(1); /* fresh memory's measurement again, off the program's threads */
 		int worked = stop ? 0 : hz_work_once();
@@ -369,128 +353,91 @@ static void *zeroer_main(void *arg)
 			idle_since = hz_os_now_ns();
 			continue;
 		}
-		int holds = hz_work_decay();
+		int holds = stop ? 0 : hz_work_decay();
 		if (holds)
 			idle_since = hz_os_now_ns(); /* the linger counts from when the decay is done */
-		pthread_mutex_lock(&thread.lock);
+		pthread_mutex_lock(&crew.lock);
 		/* A forked child's copy never runs; and with nothing to do for
 		 * LINGER and no free memory left for the decay to release, or at
 		 * exit, the thread ends: a process that exits later has no
 		 * SCHED_IDLE thread left to tear its memory down (the last thread
 		 * out does), slowly on a busy machine. The next large free starts
 		 * another. */
-		if (thread.gen != gen || thread.stop || (!thread.pending && !holds && hz_os_now_ns() - idle_since >= LINGER_NS)) {
-			if (thread.gen == gen) {
-				thread.state = NOT_STARTED;
-				thread.tid = 0;
+		if (slot < 0 || hz_crew_must_end(&crew, gen) ||
+		    (!thread.pending && !holds && hz_os_now_ns() - idle_since >= LINGER_NS)) {
+			if (slot >= 0 && crew.gen == gen)
 				add(&n.exits, 1);
-			}
-			pthread_cond_broadcast(&thread.wake);
-			pthread_mutex_unlock(&thread.lock);
+			hz_crew_leave_locked(&crew, slot, gen);
+			pthread_mutex_unlock(&crew.lock);
 			return NULL;
 		}
 		if (!thread.pending) {
 			struct timespec t = after(holds ? (uint64_t)IDLE_TICK_MS * 1000000u : LINGER_NS);
 			thread.sleeping = 1;
-			pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t);
+			pthread_cond_clockwait(&crew.wake, &crew.lock, CLOCK_MONOTONIC, &t);
 			thread.sleeping = 0;
 			add(&n.wakeups, 1);
 		}
 		thread.pending = 0;
-		pthread_mutex_unlock(&thread.lock);
+		pthread_mutex_unlock(&crew.lock);
 	}
 	return NULL;
 }
 
 static HZ_NOINLINE void start(void)
 {
-	pthread_mutex_lock(&thread.lock);
-	int go = thread.state == NOT_STARTED && thread.allowed && !thread.stop &&
-		 (!thread.child_at || hz_os_now_ns() - thread.child_at >= CHILD_WAIT_NS);
-	if (go) {
-		thread.state = STARTING;
+	uint64_t gen;
+	pthread_mutex_lock(&crew.lock);
+	unsigned go = thread.failed ? 0 : hz_crew_reserve(&crew, 1, &gen);
+	if (go)
 		thread.pending = 0;
-	}
-	uint64_t gen = thread.gen;
-	pthread_mutex_unlock(&thread.lock);
+	pthread_mutex_unlock(&crew.lock);
 	if (!go)
 		return;
 	int e = hz_os_thread_start(zeroer_main, (void *)(uintptr_t)gen);
-	if (e) {
-		pthread_mutex_lock(&thread.lock);
-		if (thread.gen == gen)
-			thread.state = FAILED;
-		pthread_mutex_unlock(&thread.lock);
-	}
-	add(e ? &n.start_failures : &n.starts, 1);
+	hz_crew_started(&crew, gen, e);
+	if (e)
+		__atomic_store_n(&thread.failed, 1, __ATOMIC_RELAXED);
+}
+
+/* Whether the thread is running (not starting, not ending): lock-free. */
+static int running(void)
+{
+	return __atomic_load_n(&crew.slot[0], __ATOMIC_ACQUIRE) == HZ_CREW_RUNNING;
 }
 
 void hz_zeroer_kick(int may_start, int wake)
 {
 	if (!hz_zeroer_enabled)
 		return;
-	int state = __atomic_load_n(&thread.state, __ATOMIC_RELAXED);
-	if (hz_likely(state == RUNNING)) {
+	if (hz_likely(running())) {
 		if (!wake || __atomic_load_n(&thread.pending, __ATOMIC_RELAXED))
 			return;
-		pthread_mutex_lock(&thread.lock);
-		if (thread.state == RUNNING) {
+		pthread_mutex_lock(&crew.lock);
+		if (crew.slot[0] == HZ_CREW_RUNNING) {
 			thread.pending = 1;
 			if (thread.sleeping)
-				pthread_cond_signal(&thread.wake);
-			pthread_mutex_unlock(&thread.lock);
+				pthread_cond_broadcast(&crew.wake);
+			pthread_mutex_unlock(&crew.lock);
 			return;
 		}
-		pthread_mutex_unlock(&thread.lock);
-		state = NOT_STARTED; /* it ended meanwhile */
+		pthread_mutex_unlock(&crew.lock);
 	}
 	/* The first start at a large free or calloc; once started, any large
 	 * call that has work for it starts it again. */
-	if (state == NOT_STARTED && (may_start || (wake && __atomic_load_n(&n.starts, __ATOMIC_RELAXED))))
+	if (!__atomic_load_n(&crew.running, __ATOMIC_RELAXED) &&
+	    (may_start || (wake && __atomic_load_n(&crew.starts, __ATOMIC_RELAXED))))
 		start();
 }
 
 int hz_zeroer_quiesce(int forever, uint64_t bound_ns)
 {
-	pthread_mutex_lock(&thread.lock);
-	int allowed = thread.allowed, was = thread.state == RUNNING || thread.state == STARTING;
-	thread.allowed = 0;
-	thread.stop = 1;
-	pthread_cond_signal(&thread.wake);
 	/* Once the process exits, its last thread tears its memory down and
 	 * the parent waits for that; a SCHED_IDLE zeroer, starved on a busy
 	 * machine, took seconds so, whether mid-clear or on its way out. So a
-	 * running one goes back to normal priority at once, where that is
-	 * permitted (CAP_SYS_NICE or RLIMIT_NICE), before it is asked to end:
-	 * its way out too runs at normal priority. Its id is valid: it clears
-	 * it under this lock before it ends. */
-	int raised = thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid);
-	/* A bounded wait: long enough for a thread that gets the CPU to end
-	 * its step; never waiting for a starved one past the bound. */
-	uint64_t bound = raised ? bound_ns : bound_ns / 10;
-	struct timespec t = after(bound);
-	while (thread.state == RUNNING || thread.state == STARTING) {
-		if (!raised && thread.state == RUNNING && thread.tid && !hz_os_sched_normal(thread.tid)) {
-			raised = 1; /* it was starting: raised once it runs */
-			t = after(bound_ns);
-		}
-		if (pthread_cond_clockwait(&thread.wake, &thread.lock, CLOCK_MONOTONIC, &t))
-			break;
-	}
-	int left = thread.state == RUNNING || thread.state == STARTING;
-	if (left) {
-		/* Starved past the bound: it ends when it next runs (its
-		 * generation is over), and another may start. */
-		thread.gen++;
-		thread.state = NOT_STARTED;
-		thread.tid = 0;
-	}
-	if (!forever) {
-		thread.stop = 0;
-		thread.allowed = allowed;
-	}
-	pthread_mutex_unlock(&thread.lock);
-	return was;
+	 * running one is raised (normal priority at least) where that is
+	 * permitted before it is asked to end: its way out runs raised too. */
+	return hz_crew_quiesce(&crew, forever, bound_ns);
 }
 
 void hz_zeroer_exit(void)
@@ -500,18 +447,16 @@ void hz_zeroer_exit(void)
 
 void hz_zeroer_allow(int allowed)
 {
-	pthread_mutex_lock(&thread.lock);
-	thread.allowed = allowed;
-	pthread_mutex_unlock(&thread.lock);
+	hz_crew_allow(&crew, allowed);
 }
 
 void hz_zeroer_stats(struct hz_zeroer_stats *out)
 {
-	out->running = __atomic_load_n(&thread.state, __ATOMIC_RELAXED) == RUNNING;
-	out->sched = out->running ? __atomic_load_n(&sched_got, __ATOMIC_RELAXED) : 0;
-	out->starts = __atomic_load_n(&n.starts, __ATOMIC_RELAXED);
-	out->start_failures = __atomic_load_n(&n.start_failures, __ATOMIC_RELAXED);
-	out->sched_fallbacks = __atomic_load_n(&n.sched_fallbacks, __ATOMIC_RELAXED);
+	out->running = running();
+	out->sched = out->running ? __atomic_load_n(&crew.sched_got, __ATOMIC_RELAXED) : 0;
+	out->starts = __atomic_load_n(&crew.starts, __ATOMIC_RELAXED);
+	out->start_failures = __atomic_load_n(&crew.start_failures, __ATOMIC_RELAXED);
+	out->sched_fallbacks = __atomic_load_n(&crew.sched_fallbacks, __ATOMIC_RELAXED);
 	out->cleared = __atomic_load_n(&hz_work_n.cleared, __ATOMIC_RELAXED);
 	out->populated = __atomic_load_n(&hz_work_n.populated, __ATOMIC_RELAXED);
 	out->abandoned = __atomic_load_n(&hz_work_n.abandoned, __ATOMIC_RELAXED);
@@ -523,23 +468,18 @@ void hz_zeroer_stats(struct hz_zeroer_stats *out)
 
 void hz_zeroer_fork_prepare(void)
 {
-	pthread_mutex_lock(&thread.lock);
+	hz_crew_fork_prepare(&crew);
 }
 
 void hz_zeroer_fork_parent(void)
 {
-	pthread_mutex_unlock(&thread.lock);
+	hz_crew_fork_parent(&crew);
 }
 
 void hz_zeroer_fork_child(void)
 {
 	/* The child's zeroer starts when the child needs one. */
-	thread.state = NOT_STARTED;
-	thread.pending = thread.sleeping = 0;
-	thread.tid = 0;
-	thread.gen++;
-	thread.child_at = hz_os_now_ns();
+	thread.pending = thread.sleeping = thread.failed = 0;
 	n = (typeof(n)){0};
-	pthread_mutex_unlock(&thread.lock);
-	pthread_cond_init(&thread.wake, NULL);
+	hz_crew_fork_child(&crew);
 }
