@@ -15,9 +15,11 @@
  *   none_page 256 MiB, one PROT_NONE page in its middle part (at another
  *             place each round); the handler makes it writable again
  * Each protected memset is repeated over rounds (in the library's run for
- * 3 s); there a helper must have taken part in the memset just before
- * each round (helpers.filled_bytes grows: tries for up to 2 s), so that
- * the helpers are at work when the protected one starts. */
+ * 3 s); there a helper must have taken part in a memset of another block
+ * of the same size just before each round (helpers.filled_bytes grows:
+ * tries for up to 2 s), so that the helpers are at work when the
+ * protected one starts. (The library may decline to share a block the
+ * program protected, as it does: the warm-up is of another block.) */
 #include "invisible.h"
 
 #include <signal.h>
@@ -84,8 +86,8 @@ static unsigned char *block(size_t n)
 	return p;
 }
 
-/* Rounds of: a memset a helper took part in, p's pages protected by
- * protect(r), memset(p, c, n), every byte checked; at least min rounds,
+/* Rounds of: a memset of another block a helper took part in, p's pages
+ * protected by protect(r), memset(p, c, n), every byte checked; at least min rounds,
  * more for up to 3 s in the library's run (the more memsets a helper is
  * at work in, the surer a fault of its own is seen). The rounds where a
  * helper wrote part of the protected memset are counted in *helped. */
@@ -93,10 +95,14 @@ static int rounds(unsigned char *p, size_t n, int min, void (*protect)(int), int
 {
 	uint64_t end = now_ns() + 3000000000u;
 	int r = 0;
+	unsigned char *w = malloc(n); /* the warm-up's block */
+	if (!w)
+		fail("malloc(%zu MiB)", n >> 20);
 	*helped = 0;
 	for (; r < min || (under_hz() && now_ns() < end); r++) {
 		int c = 0x40 + r % 64;
-		warm(p, c ^ 0xFF, n);
+		memset(p, c ^ 0xFF, n);
+		warm(w, c ^ 0xFF, n);
 		protect(r);
 		unsigned long f0 = faults;
 		uint64_t w0 = helpers_work();
@@ -110,6 +116,7 @@ static int rounds(unsigned char *p, size_t n, int min, void (*protect)(int), int
 		if (one_fault && faults != f0 + 1)
 			fail("round %d: %lu faults reached the handler, not 1", r, faults - f0);
 	}
+	free(w);
 	return r;
 }
 
