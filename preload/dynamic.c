@@ -10,6 +10,8 @@
 
 #include "preload.h"
 
+const int hz_sees_jumps = 1; /* invisible.c */
+
 /* What hz_glibc_symbol looks for, and found. */
 struct find {
 	const char *name;

@@ -46,10 +46,11 @@ static int in_one_block(const void *p, size_t n)
 
 /* The program's large memset: the policy's kernel, counted; from
  * HZ_HELPERS_MIN, in a block of the arenas, split over the helpers on
- * idle cores where they can take part (helpers.c). */
+ * idle cores where they can take part (helpers.c), and where the
+ * program's jumps pass through the library (not in libhugezero.a). */
 static void *fill(void *p, int c, size_t n)
 {
-	if (n >= HZ_HELPERS_MIN && in_one_block(p, n)) {
+	if (n >= HZ_HELPERS_MIN && hz_sees_jumps && in_one_block(p, n)) {
 		unsigned k = hz_policy_pick(&hz_policy, c, n);
 		if (hz_helpers_fill(p, c, n, k, 0)) {
 			hz_count_kernel(k, n);

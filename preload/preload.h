@@ -158,6 +158,11 @@ void hz_options_setup(void);
  * GNU hash table, through dl_iterate_phdr), without dlsym, which may
  * allocate; NULL when there is none. */
 void *hz_glibc_symbol(const char *name);
+/* Whether the program's jumps (longjmp and its kin) pass through the
+ * library (invisible.c, in libhugezero.so): only then is a memset split
+ * over the helpers, whose work must end before a signal handler's jump
+ * out of it. 0 in libhugezero.a. */
+extern const int hz_sees_jumps;
 /* The next allocator after this library's in the link order: the first
  * module after it (a library preloaded after it, then those the program
  * links; never the program, which comes first) that defines names[0] as

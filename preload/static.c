@@ -3,6 +3,8 @@
 
 #include "preload.h"
 
+const int hz_sees_jumps = 0;
+
 void *hz_glibc_symbol(const char *name)
 {
 	(void)name;
