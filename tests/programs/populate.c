@@ -24,20 +24,27 @@
  *   freed     a block freed as its helpers may still populate it: no
  *             page of it comes into memory after the free, nothing more is
  *             counted populated
- * Exit status 77 where the kernel cannot populate (before Linux 5.14),
- * or, for the helpers' cases, where no core was ever idle.
  *   glibc     the learn pattern under any allocator: every calloc zero
+ * Exit status 77 where the kernel cannot populate (before Linux 5.14).
+ * The helpers' modes (helpers, fill, recycled) fail where no helper
+ * took part: populate.sh runs them as root where /proc/loadavg says a core
+ * is idle, and the modes give the helpers SCHED_FIFO on a CPU of their
+ * own (give_helpers_a_core), so that they take part on a busy host too.
  *
  * "Populated" is read from the pages (mincore) and from the library's
  * counters (hz_stat, found with dlsym: the modes but glibc need it). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <malloc.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,16 +85,6 @@ static unsigned resident(const void *p, size_t n)
 	return (unsigned)(in * 1024 / pages);
 }
 
-/* No idle core for a helper all along (another process keeps the CPUs
- * busy): the case cannot be judged, exit 77. */
-static void need_idle_core(const char *done)
-{
-	if (!stat_of(done) && stat_of("helpers.busy")) {
-		printf("skip: no idle core\n");
-		exit(77);
-	}
-}
-
 /* Every byte zero of the pages it will touch (one in `every` bytes' page;
  * a read of a page maps it, as a touch does). */
 static void all_zero(const unsigned char *p, size_t n, size_t every)
@@ -108,6 +105,82 @@ static void sleep_ms(unsigned ms)
 {
 	struct timespec t = {0, (long)ms * 1000000};
 	nanosleep(&t, NULL);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* How long the helpers' modes go on, block after block, until a helper
+ * took part: a helper comes too late for a block now and then, even at
+ * SCHED_FIFO, where its core is in a long system call of another process
+ * (on a kernel without preemption) or its virtual CPU is not running. */
+#define HELPER_TRY_S 3.0
+
+/* The helpers given a core of their own, for the modes that need one
+ * (populate.sh runs them as root, in a mount namespace whose /proc/loadavg
+ * says a core is idle, with no zeroer: every thread but this one is a
+ * helper). Offered a job, a helper at SCHED_IDLE on a busy host wakes
+ * more than 1 ms later and takes no step of it (helpers.c); at SCHED_FIFO
+ * it runs at once, whatever else the core runs in user space. Not on
+ * this thread's CPU: woken where it ran last, a SCHED_FIFO helper waits
+ * there while this thread populates in the kernel (no preemption there on
+ * a kernel built without it), 5 to 30 ms here. So this thread keeps to
+ * the first CPU of its set, the helpers to the others. A helper's first
+ * act is to set itself SCHED_IDLE: one not there yet (started, not yet
+ * run) is waited for, up to a second, so that it does not undo the
+ * change. Again before every block: a wait for a helper's step
+ * (hz_job_wait) may have set it back to SCHED_IDLE. */
+static void give_helpers_a_core(void)
+{
+	static cpu_set_t mine, theirs;
+	int self = (int)syscall(SYS_gettid);
+	if (!CPU_COUNT(&mine)) {
+		if (sched_getaffinity(0, sizeof theirs, &theirs) || CPU_COUNT(&theirs) < 2)
+			fail("the helpers' modes need two CPUs");
+		for (int c = 0; !CPU_COUNT(&mine); c++)
+			if (CPU_ISSET(c, &theirs)) {
+				CPU_SET(c, &mine);
+				CPU_CLR(c, &theirs);
+			}
+		if (sched_setaffinity(0, sizeof mine, &mine))
+			fail("cannot keep to one CPU");
+	}
+	for (int tries = 0;; tries++) {
+		int waiting = 0;
+		DIR *d = opendir("/proc/self/task");
+		if (!d)
+			fail("cannot list the threads");
+		for (struct dirent *e; (e = readdir(d));) {
+			int tid = atoi(e->d_name), policy = tid > 0 && tid != self ? sched_getscheduler(tid) : SCHED_FIFO;
+			struct sched_param sp = {1};
+			if (policy == SCHED_IDLE && (sched_setaffinity(tid, sizeof theirs, &theirs) ||
+						     sched_setscheduler(tid, SCHED_FIFO, &sp)) && errno != ESRCH)
+				fail("cannot give a helper SCHED_FIFO (needs root)");
+			waiting += policy == SCHED_OTHER;
+		}
+		closedir(d);
+		if (!waiting)
+			return;
+		if (tries == 1000)
+			fail("a helper not at SCHED_IDLE a second after it started");
+		sleep_ms(1);
+	}
+}
+
+/* No idle core was seen: /proc/loadavg did not say one was (the helpers'
+ * modes are judged only where it does), or could not be read. */
+static void need_idle_core(void)
+{
+	if (stat_of("helpers.busy")) {
+		char msg[120];
+		snprintf(msg, sizeof msg, "no idle core seen %llu time(s): run where /proc/loadavg says one is",
+			 (unsigned long long)stat_of("helpers.busy"));
+		fail(msg);
+	}
 }
 
 /* Blocks of n bytes, each calloc'd, checked, touched (every page, or one
@@ -183,10 +256,13 @@ int main(int argc, char **argv)
 		if (r[0] < 512 || stat_of("populate.blocks") != 1)
 			fail(msg);
 	} else if (!strcmp(mode, "helpers")) {
-		/* Up to 4 blocks, until a helper took steps of one (it runs
-		 * only when the other core is idle). */
+		/* Blocks until a helper took steps of one (the first calloc
+		 * starts it, at SCHED_IDLE: it may come late for that block),
+		 * for HELPER_TRY_S. */
 		size_t n = 256 * MIB;
-		for (int i = 0; i < 4 && !stat_of("helpers.populated_bytes"); i++) {
+		double until = now_s() + HELPER_TRY_S;
+		while (!stat_of("helpers.populated_bytes") && now_s() < until) {
+			give_helpers_a_core();
 			unsigned char *p = calloc(1, n);
 			if (!p)
 				fail("calloc failed");
@@ -206,7 +282,7 @@ int main(int argc, char **argv)
 			free(p);
 			malloc_trim(0);
 		}
-		need_idle_core("helpers.populated_bytes");
+		need_idle_core();
 		snprintf(msg, sizeof msg, "helpers %llu, started %llu, their bytes %llu",
 			 (unsigned long long)stat_of("helpers.helpers"), (unsigned long long)stat_of("helpers.starts"),
 			 (unsigned long long)stat_of("helpers.populated_bytes"));
@@ -228,7 +304,7 @@ int main(int argc, char **argv)
 		 * pool free again. Then memsets of 192 MiB (not a multiple of a
 		 * step, not aligned to one) split over the helpers: every byte
 		 * set, the bytes around it untouched, zero and other bytes;
-		 * until a helper took part. */
+		 * two, and more until a helper took part (HELPER_TRY_S). */
 		unsigned char *first = calloc(1, 256 * MIB);
 		if (!first)
 			fail("calloc failed");
@@ -237,8 +313,10 @@ int main(int argc, char **argv)
 		unsigned char *b = malloc(n + 2 * pad);
 		if (!b)
 			fail("malloc failed");
-		for (int i = 0; i < 8 && (i < 2 || !stat_of("helpers.filled_bytes")); i++) {
-			int c = i % 2 ? 0 : 0x5a + i;
+		double until = now_s() + HELPER_TRY_S;
+		for (int i = 0; i < 2 || (!stat_of("helpers.filled_bytes") && now_s() < until); i++) {
+			int c = i % 2 ? 0 : 0x5a + i % 64;
+			give_helpers_a_core();
 			memset(b, 0xee, pad);
 			memset(b + pad + n, 0xee, pad);
 			memset(b + pad, c, n);
@@ -251,7 +329,7 @@ int main(int argc, char **argv)
 				if (b[k] != 0xee || b[pad + n + k] != 0xee)
 					fail("a byte outside a split memset changed");
 		}
-		need_idle_core("helpers.filled_bytes");
+		need_idle_core();
 		snprintf(msg, sizeof msg, "fills %llu, their bytes %llu", (unsigned long long)stat_of("helpers.fills"),
 			 (unsigned long long)stat_of("helpers.filled_bytes"));
 		if (!stat_of("helpers.fills") || !stat_of("helpers.filled_bytes"))
@@ -261,9 +339,12 @@ int main(int argc, char **argv)
 	} else if (!strcmp(mode, "recycled")) {
 		/* calloc of a recycled dirty block of 96 MiB (no zeroer:
 		 * HUGEZERO_BACKGROUND=0): its clear split over the helpers,
-		 * its first huge page cleared last; every byte zero. */
+		 * its first huge page cleared last; every byte zero. Two, and
+		 * more until a helper took part (HELPER_TRY_S). */
 		size_t n = 96 * MIB + 3 * PAGE;
-		for (int i = 0; i < 6 && (i < 2 || !stat_of("helpers.filled_bytes")); i++) {
+		double until = now_s() + HELPER_TRY_S;
+		for (int i = 0; i < 2 || (!stat_of("helpers.filled_bytes") && now_s() < until); i++) {
+			give_helpers_a_core();
 			unsigned char *p = malloc(n);
 			if (!p)
 				fail("malloc failed");
@@ -279,7 +360,7 @@ int main(int argc, char **argv)
 				fail("calloc of a recycled block: its last byte not zero");
 			free(q);
 		}
-		need_idle_core("helpers.filled_bytes");
+		need_idle_core();
 		if (!stat_of("helpers.filled_bytes"))
 			fail("no recycled block's clear was split");
 	} else if (!strcmp(mode, "freed")) {
