@@ -21,12 +21,13 @@
  *             it: every byte set, zero or not, none around changed
  *   recycled  calloc of a recycled dirty 96 MiB block, its clear split
  *             over the helper: every byte zero
- *   freed     a block freed as its helpers may still populate it: no
- *             page of it comes into memory after the free, nothing more is
- *             counted populated
+ *   freed     blocks freed as a helper may still populate them: no
+ *             page of one comes into memory after the free, nothing more is
+ *             counted populated; a helper took part, and some were freed
+ *             with the rest of their steps left to it
  *   glibc     the learn pattern under any allocator: every calloc zero
  * Exit status 77 where the kernel cannot populate (before Linux 5.14).
- * The helpers' modes (helpers, fill, recycled) fail where no helper
+ * The helpers' modes (helpers, fill, recycled, freed) fail where no helper
  * took part: populate.sh runs them as root where /proc/loadavg says a core
  * is idle, and the modes give the helpers SCHED_FIFO on a CPU of their
  * own (give_helpers_a_core), so that they take part on a busy host too.
@@ -367,9 +368,14 @@ int main(int argc, char **argv)
 		/* No zeroer (HUGEZERO_BACKGROUND=0): its clear of the freed
 		 * block would fault pages in of its own. What was populated,
 		 * read once free returned, must not grow: a helper's step
-		 * still in flight is waited for by the free. */
+		 * still in flight is waited for by the free. Judged only where
+		 * a helper took part, and a calloc returned with the rest of
+		 * its block's steps left to it (populate.early_returns): without
+		 * that, nothing runs after the free. */
 		size_t n = 256 * MIB;
-		for (int i = 0; i < 8; i++) {
+		double until = now_s() + HELPER_TRY_S;
+		for (int i = 0; i < 8 || (!stat_of("populate.early_returns") && now_s() < until); i++) {
+			give_helpers_a_core();
 			unsigned char *p = calloc(1, n);
 			if (!p)
 				fail("calloc failed");
@@ -389,6 +395,16 @@ int main(int argc, char **argv)
 		}
 		if (!stat_of("populate.blocks"))
 			fail("no block was populated");
+		need_idle_core();
+		snprintf(msg, sizeof msg,
+			 "no block freed as a helper populated it: %llu bytes populated, the helpers' %llu, "
+			 "%llu left to them, %llu late",
+			 (unsigned long long)stat_of("populate.bytes"),
+			 (unsigned long long)stat_of("helpers.populated_bytes"),
+			 (unsigned long long)stat_of("populate.early_returns"),
+			 (unsigned long long)stat_of("helpers.late"));
+		if (!stat_of("helpers.populated_bytes") || !stat_of("populate.early_returns"))
+			fail(msg);
 	} else if (!strcmp(mode, "glibc")) {
 		blocks(32 * MIB, argc > 2 ? atoi(argv[2]) : 6, PAGE, 0, r);
 	} else {

@@ -60,14 +60,14 @@ helped "memsets of 192 MiB split over a helper after a calloc over it: every byt
 	env HUGEZERO_THREADS=2 "$prog" fill
 helped "calloc of a recycled 96 MiB block, its clear split over a helper: every byte zero" \
 	env HUGEZERO_THREADS=2 "$prog" recycled
+helped "no page populated after the free, a helper populating" \
+	env HUGEZERO_POPULATE=1 HUGEZERO_THREADS=2 "$prog" freed
 if [ -n "$why" ]; then
 	preloaded "HUGEZERO_THREADS=1: no helper" env HUGEZERO_THREADS=1 HUGEZERO_POPULATE=1 "$prog" nohelpers
 else
 	idle_case "HUGEZERO_THREADS=1: no helper, a core idle all the same" \
 		env HUGEZERO_THREADS=1 HUGEZERO_POPULATE=1 "$prog" nohelpers
 fi
-preloaded "no page populated after the free" \
-	env HUGEZERO_POPULATE=1 HUGEZERO_THREADS=2 HUGEZERO_BACKGROUND=0 "$prog" freed
 
 # A memory cgroup of 40 MiB (root, cgroup v1's memory controller): a 32
 # MiB block fits, but within a quarter of the limit: not populated. glibc
