@@ -337,6 +337,16 @@ static int raise_zeroer(void)
 	return raised;
 }
 
+/* The zeroer, started, given a core as on an idle host (root): waited
+ * for to lower itself to SCHED_IDLE, its first act, up to a second, then
+ * set to SCHED_FIFO. At SCHED_IDLE on a busy host it may get no CPU for
+ * the whole case. Where that is refused (not root), it stays as it is. */
+static void give_zeroer_a_core(void)
+{
+	for (int i = 0; i < 1000 && !raise_zeroer(); i++)
+		usleep(1000);
+}
+
 static int faulting(char **argv)
 {
 	struct sched_param fifo = {1};
@@ -546,10 +556,13 @@ static int blind(char **argv)
  * block, then gives its free memory back with malloc_trim before the next,
  * releases everything the zeroer populated or cleared unused; after the
  * first rounds it populates and clears nothing more. With
- * HUGEZERO_RESERVE=16M. */
+ * HUGEZERO_RESERVE=16M; the zeroer given a core (give_zeroer_a_core):
+ * starved, it populates nothing in the first rounds, and the case says
+ * nothing of what it stops. */
 static int unpaid(void)
 {
 	unsigned char *first = calloc(1, 4 * MIB); /* kept, as in faulting() */
+	give_zeroer_a_core();
 	uint64_t early = 0, early_cleared = 0;
 	for (int r = 0; r < 12; r++) {
 		unsigned char *b = calloc(1, 8 * MIB);
@@ -581,13 +594,16 @@ static int unpaid(void)
  * (zeroer.sh), blocks of fresh memory kept one after another are found in
  * memory, the reserve never holds more than its limit, it is gone once the
  * program has stopped allocating for the delay (counted as unused), and
- * the idle thread ends. */
+ * the idle thread ends. The zeroer given a core (give_zeroer_a_core):
+ * starved, it fills no reserve. */
 static int reserve(void)
 {
 	unsigned char *b[12];
 	uint64_t most = 0;
 	for (int i = 0; i < 12; i++) {
 		b[i] = calloc(1, 4 * MIB);
+		if (!i)
+			give_zeroer_a_core();
 		for (size_t k = 0; k < 4 * MIB; k += PAGE)
 			b[i][k] = 1;
 		usleep(40000);
