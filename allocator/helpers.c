@@ -103,6 +103,39 @@ static int claim(struct hz_job *j, uint32_t gen, size_t *s)
 	}
 }
 
+/* Whether the calling thread waited for a CPU more than PREEMPTED_NS
+ * since t0 (its clock then c0). */
+static int was_preempted(uint64_t t0, uint64_t c0)
+{
+	return hz_os_now_ns() - t0 > hz_os_thread_cpu_ns() - c0 + PREEMPTED_NS;
+}
+
+/* A helper populates a step in pieces of this size: while it is inside
+ * one it holds the process's memory-map lock (the program's mmap, munmap
+ * and fork wait for it), so a helper preempted there holds it no longer
+ * than one piece (on 4 KiB pages; a huge page is faulted whole). */
+#define POPULATE_PIECE ((size_t)256 << 10)
+
+/* A helper's population of [p, p + len) piece by piece, from t0 (its
+ * clock c0): the bytes populated; it stops early, *preempted set, after a
+ * piece in which it was preempted (the rest left to the program's
+ * faults), and at the first error (*e). */
+static size_t populate_pieces(unsigned char *p, size_t len, uint64_t t0, uint64_t c0, int *e, int *preempted)
+{
+	size_t done = 0;
+	while (done < len) {
+		size_t k = len - done < POPULATE_PIECE ? len - done : POPULATE_PIECE;
+		if ((*e = hz_os_populate(p + done, k)))
+			return done;
+		done += k;
+		if (done < len && was_preempted(t0, c0)) {
+			*preempted = 1;
+			break;
+		}
+	}
+	return done;
+}
+
 size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 {
 	size_t done = 0;
@@ -133,19 +166,22 @@ size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 		unsigned char *lo, *hi;
 		hz_job_step_range(j, s, &lo, &hi);
 		uint64_t t0 = helper ? hz_os_now_ns() : 0, c0 = helper ? hz_os_thread_cpu_ns() : 0;
-		int e = 0;
+		int e = 0, preempted = 0;
+		size_t len = (size_t)(hi - lo);
 		if (j->kind == HZ_JOB_FILL)
-			hz_fill(j->kernel, lo, j->c, (size_t)(hi - lo));
+			hz_fill(j->kernel, lo, j->c, len);
+		else if (!helper)
+			e = hz_os_populate(lo, len);
 		else
-			e = hz_os_populate(lo, (size_t)(hi - lo));
+			len = populate_pieces(lo, len, t0, c0, &e, &preempted);
 		/* Counted before the step ends: whoever waits for the steps in
 		 * flight reads the counts whole. */
 		if (!e) {
-			done += (size_t)(hi - lo);
-			__atomic_fetch_add(&j->done, (size_t)(hi - lo), __ATOMIC_RELAXED);
+			done += len;
+			__atomic_fetch_add(&j->done, len, __ATOMIC_RELAXED);
 			if (helper) {
-				__atomic_fetch_add(&j->helper_done, (size_t)(hi - lo), __ATOMIC_RELAXED);
-				add(j->kind == HZ_JOB_FILL ? &n.filled : &n.populated, (size_t)(hi - lo));
+				__atomic_fetch_add(&j->helper_done, len, __ATOMIC_RELAXED);
+				add(j->kind == HZ_JOB_FILL ? &n.filled : &n.populated, len);
 			}
 		}
 		if (helper)
@@ -158,7 +194,7 @@ size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 		 * takes no more: a starved SCHED_IDLE thread in the kernel's
 		 * population holds the process's memory map lock, and a fill's
 		 * steps are waited for. */
-		if (helper && hz_os_now_ns() - t0 > hz_os_thread_cpu_ns() - c0 + PREEMPTED_NS) {
+		if (helper && (preempted || was_preempted(t0, c0))) {
 			add(&n.preempted, 1);
 			break;
 		}
