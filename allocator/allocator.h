@@ -741,10 +741,9 @@ size_t hz_budget_trim(struct hz_arena *a);
  *
  * The crew: allowed (from the constructor's end), ending (a quiesce in
  * flight: its threads end, none starts), never (after exit or a seccomp
- * filter), its generation (bumped by a fork's child, and by a quiesce
- * whose bound passed: a thread of an older one ends when it next runs,
- * counting for nothing), and a forked child's first second, in which none
- * starts. A waiter on a thread's work raises the running ones to its own
+ * filter), its generation (bumped by a fork's child: a thread of an
+ * older one counts for nothing), and a forked child's first second, in
+ * which none starts. A waiter on a thread's work raises the running ones to its own
  * scheduling (hz_crew_raise, never waiting for the crew's lock); each
  * lowers itself once idle, holding no lock (hz_crew_lower). The crew's
  * lock is never held across a system call but a raise, nor while its
@@ -788,11 +787,17 @@ void hz_crew_lower(struct hz_crew *c, int slot);
 int hz_crew_raise(struct hz_crew *c);
 /* Every thread ends: raised, waited for at most bound_ns (a tenth of it
  * where none could be raised); none starts meanwhile, nor ever again with
- * forever. One starved past the bound ends when it next runs. Returns the
- * threads that were running. */
+ * forever. One starved past the bound keeps its slot and goes on (ends
+ * when it next runs with forever). Returns the threads that were running. */
 int hz_crew_quiesce(struct hz_crew *c, int forever, uint64_t bound_ns);
 /* Threads may start (the constructor's end), or not. */
 void hz_crew_allow(struct hz_crew *c, int allowed);
+/* Before a thread is made: 1 (and never again) when the calling thread
+ * runs under a seccomp filter the process did not have at the
+ * constructor's end (one installed by a raw system call, which the
+ * library's prctl does not see): a new thread would inherit it. Reads
+ * /proc/self/status; where that cannot be read, 0. */
+int hz_crew_filtered(struct hz_crew *c);
 /* fork: the crew's lock held across it; in the child no thread runs, its
  * first second starts none, its counters start from zero. */
 void hz_crew_fork_prepare(struct hz_crew *c);
@@ -854,11 +859,12 @@ static inline size_t hz_job_span(const void *p, size_t size)
 	uintptr_t a = (uintptr_t)p & ~(uintptr_t)(HZ_JOB_STEP - 1);
 	return (hz_round_up((uintptr_t)p + size, HZ_JOB_STEP) - a) / HZ_JOB_STEP;
 }
-/* j: kind's work on [p, p + size) in a new generation, nothing claimed;
+/* j: kind's work on [p, p + size) in a new generation, no step
+ * claimable until hz_job_open (its owner sets its other fields between);
  * only a job off the offer and ended (or never used). */
 void hz_job_init(struct hz_job *j, int kind, void *p, size_t size);
-/* Every step of j claimed: nothing left to do. */
-void hz_job_skip_all(struct hz_job *j);
+/* j's steps claimable from now on, every field written before seen. */
+void hz_job_open(struct hz_job *j);
 /* The steps claimed so far. */
 size_t hz_job_claimed(const struct hz_job *j);
 /* Step s of j, [*lo, *hi). */
@@ -891,10 +897,12 @@ int hz_job_end(struct hz_job *j, int bound);
  * (memset, which may run in a signal handler that interrupted malloc) no
  * system call is made and no lock taken: only helpers polling take part.
  * Only on memory of the arenas that the program never protected: a fault
- * in a helper's step would not reach the program's handler. A memset
+ * in a helper's step would not reach the program's handler; refused (or
+ * NULL) is the block's mark of a protection, read again once the fill is
+ * published (hz_large_protected ends fills after it sets it). A memset
  * nested in a split one of the same thread (a signal handler's) is not
  * split. */
-int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start);
+int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start, const int *refused);
 /* The calling thread leaves its frames by a jump (longjmp from a signal
  * handler): its split fill in flight, if any, ends (its helpers' steps
  * waited for), so that nothing writes after the jump. */
@@ -910,7 +918,7 @@ void hz_helpers_allow(void);
 /* Every helper ends (raised to the caller's scheduling where permitted),
  * waited for at most bound_ns; none starts until it returns, and never
  * again with forever (exit, a seccomp filter); one starved past the bound
- * ends when it next runs. Returns the helpers that were running. */
+ * goes on. Returns the helpers that were running. */
 int hz_helpers_quiesce(int forever, uint64_t bound_ns);
 /* Exit has begun: hz_helpers_quiesce(forever, 20 ms). */
 void hz_helpers_exit(void);
@@ -1047,7 +1055,7 @@ void hz_zeroer_exit(void);
 /* The zeroer's thread ends (raised to normal priority where permitted),
  * waited for at most bound_ns (a tenth of it where it could not be
  * raised); unless forever it may start again at the next kick; one
- * starved past the bound ends when it next runs. Returns 1 when it was
+ * starved past the bound goes on. Returns 1 when it was
  * running. */
 int hz_zeroer_quiesce(int forever, uint64_t bound_ns);
 

@@ -110,8 +110,10 @@ int hz_crew_raise(struct hz_crew *c)
 	if (pthread_mutex_trylock(&c->lock))
 		return -1;
 	int any = 0;
+	/* Every running one, whether raised already or not: one may have
+	 * lowered itself since (hz_crew_lower clears its flag first). */
 	for (int i = 0; i < HZ_CREW_MAX; i++)
-		if (c->slot[i] == HZ_CREW_RUNNING && !c->raised[i] && !hz_os_sched_inherit(c->tid[i]))
+		if (c->slot[i] == HZ_CREW_RUNNING && !hz_os_sched_inherit(c->tid[i]))
 			any = c->raised[i] = 1;
 	pthread_mutex_unlock(&c->lock);
 	return any;
@@ -139,23 +141,33 @@ int hz_crew_quiesce(struct hz_crew *c, int forever, uint64_t bound_ns)
 		hz_crew_timespec(end, &ts);
 		pthread_cond_clockwait(&c->wake, &c->lock, CLOCK_MONOTONIC, &ts);
 	}
-	if (c->running) {
-		/* Starved past the bound: of an older generation now, each ends
-		 * when it next runs, and others may start. */
-		__atomic_store_n(&c->gen, c->gen + 1, __ATOMIC_RELEASE);
-		c->running = 0;
-		for (int i = 0; i < HZ_CREW_MAX; i++) {
-			c->slot[i] = HZ_CREW_FREE;
-			c->tid[i] = c->raised[i] = 0;
-		}
-	}
+	/* One starved past the bound keeps its slot (its work, the zeroer's
+	 * claim, is its own until it ends): it goes on, or ends when it next
+	 * runs after exit or a filter (never). */
 	__atomic_store_n(&c->ending, 0, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->lock);
 	return was;
 }
 
+/* The process's seccomp mode when the library's constructor ended: a
+ * filter installed after it (a raw seccomp(2), libseccomp's
+ * seccomp_load), which a new thread would inherit, was written for the
+ * program's own calls. */
+static int mode_at_start = -1;
+
+int hz_crew_filtered(struct hz_crew *c)
+{
+	int now = hz_os_seccomp_mode(), then = __atomic_load_n(&mode_at_start, __ATOMIC_RELAXED);
+	if (now <= 0 || (then >= 0 && now <= then))
+		return 0;
+	__atomic_store_n(&c->never, 1, __ATOMIC_RELEASE);
+	return 1;
+}
+
 void hz_crew_allow(struct hz_crew *c, int allowed)
 {
+	if (allowed && __atomic_load_n(&mode_at_start, __ATOMIC_RELAXED) < 0)
+		__atomic_store_n(&mode_at_start, hz_os_seccomp_mode(), __ATOMIC_RELAXED);
 	pthread_mutex_lock(&c->lock);
 	__atomic_store_n(&c->allowed, allowed, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&c->lock);

@@ -60,15 +60,16 @@ void hz_job_init(struct hz_job *j, int kind, void *p, size_t size)
 	__atomic_store_n(&j->done, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&j->helper_done, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&j->closed, 0, __ATOMIC_RELAXED);
-	/* Last: a claim of this generation sees every field above. */
-	__atomic_store_n(&j->next, (uint64_t)gen << GEN_SHIFT, __ATOMIC_RELEASE);
-	/* in_step and holders stay: a stale helper's claim fails, and it
-	 * counts itself out. */
+	/* Nothing to claim until hz_job_open: the owner sets its other fields
+	 * first. in_step and holders stay: a stale helper's claim fails, and
+	 * it counts itself out. */
+	__atomic_store_n(&j->next, ((uint64_t)gen << GEN_SHIFT) | j->steps, __ATOMIC_RELEASE);
 }
 
-void hz_job_skip_all(struct hz_job *j)
+void hz_job_open(struct hz_job *j)
 {
-	__atomic_store_n(&j->next, ((uint64_t)j->gen << GEN_SHIFT) | j->steps, __ATOMIC_RELEASE);
+	/* Last: a claim of this generation sees every field written before. */
+	__atomic_store_n(&j->next, (uint64_t)__atomic_load_n(&j->gen, __ATOMIC_RELAXED) << GEN_SHIFT, __ATOMIC_RELEASE);
 }
 
 size_t hz_job_claimed(const struct hz_job *j)
@@ -119,11 +120,13 @@ static int was_preempted(uint64_t t0, uint64_t c0)
 /* A helper's population of [p, p + len) piece by piece, from t0 (its
  * clock c0): the bytes populated; it stops early, *preempted set, after a
  * piece in which it was preempted (the rest left to the program's
- * faults), and at the first error (*e). */
-static size_t populate_pieces(unsigned char *p, size_t len, uint64_t t0, uint64_t c0, int *e, int *preempted)
+ * faults), once j is ended (its wait may have passed its bound), and at
+ * the first error (*e). */
+static size_t populate_pieces(struct hz_job *j, unsigned char *p, size_t len, uint64_t t0, uint64_t c0, int *e,
+			      int *preempted)
 {
 	size_t done = 0;
-	while (done < len) {
+	while (done < len && (!done || !__atomic_load_n(&j->closed, __ATOMIC_SEQ_CST))) {
 		size_t k = len - done < POPULATE_PIECE ? len - done : POPULATE_PIECE;
 		if ((*e = hz_os_populate(p + done, k)))
 			return done;
@@ -148,15 +151,21 @@ size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 			j->early = 1;
 			break;
 		}
-		/* A helper is in a step before its claim: whoever ends the job
-		 * and waits for the steps in flight sees every claimed one. */
-		if (helper)
-			__atomic_fetch_add(&j->in_step, 1, __ATOMIC_SEQ_CST);
 		size_t s;
-		if (!claim(j, gen, &s) || (helper && __atomic_load_n(&j->closed, __ATOMIC_SEQ_CST))) {
-			if (helper)
-				__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
+		if (!claim(j, gen, &s))
 			break;
+		/* A helper counts itself in its step after its claim, then finds
+		 * the job of the same generation still: whoever ends it (a new
+		 * generation, then a wait for the steps in flight) sees this
+		 * step, or this helper sees the end and leaves the step undone.
+		 * A helper preempted before it counted itself holds up no one. */
+		if (helper) {
+			__atomic_fetch_add(&j->in_step, 1, __ATOMIC_SEQ_CST);
+			if (__atomic_load_n(&j->next, __ATOMIC_SEQ_CST) >> GEN_SHIFT != gen ||
+			    __atomic_load_n(&j->closed, __ATOMIC_SEQ_CST)) {
+				__atomic_fetch_sub(&j->in_step, 1, __ATOMIC_SEQ_CST);
+				break;
+			}
 		}
 		if (hz_job_left_alone(j, s)) {
 			if (helper)
@@ -173,7 +182,7 @@ size_t hz_job_steps(struct hz_job *j, uint32_t gen, int helper, size_t early)
 		else if (!helper)
 			e = hz_os_populate(lo, len);
 		else
-			len = populate_pieces(lo, len, t0, c0, &e, &preempted);
+			len = populate_pieces(j, lo, len, t0, c0, &e, &preempted);
 		/* Counted before the step ends: whoever waits for the steps in
 		 * flight reads the counts whole. */
 		if (!e) {
@@ -285,11 +294,12 @@ static int take_offer(uint64_t *seen)
 		add(&n.late, 1);
 		return 0;
 	}
-	/* Held, then checked still on offer: a job is ended and waited for
-	 * only off the offer, so its generation read here is the offer's. */
+	/* Held, its generation read, then checked still on offer: a job is
+	 * taken again only once it is off the offer and no helper holds it,
+	 * so the generation read here is the offer's. */
 	__atomic_fetch_add(&j->holders, 1, __ATOMIC_SEQ_CST);
+	uint32_t gen = (uint32_t)(__atomic_load_n(&j->next, __ATOMIC_SEQ_CST) >> GEN_SHIFT);
 	if (__atomic_load_n(&pool.job, __ATOMIC_SEQ_CST) == j && __atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST) == s) {
-		uint32_t gen = (uint32_t)(__atomic_load_n(&j->next, __ATOMIC_ACQUIRE) >> GEN_SHIFT);
 		hz_job_steps(j, gen, 1, 0);
 		if (__atomic_load_n(&pool.seq, __ATOMIC_SEQ_CST) == s)
 			unoffer(j); /* no step left, ended, or this helper gave up */
@@ -372,12 +382,14 @@ static void warm(void)
 	uint64_t gen;
 	read_idle(0);
 	__atomic_store_n(&pool.hot_until, hz_os_now_ns() + HOT_NS, __ATOMIC_RELAXED);
-	pthread_mutex_lock(&crew.lock);
+	if (pthread_mutex_trylock(&crew.lock))
+		return; /* a helper holds it (and runs): never waited for */
 	unsigned start = hz_crew_reserve(&crew, wanted(), &gen);
 	pthread_cond_broadcast(&crew.wake);
 	pthread_mutex_unlock(&crew.lock);
+	int refused = start && hz_crew_filtered(&crew);
 	for (unsigned i = 0; i < start; i++)
-		hz_crew_started(&crew, gen, hz_os_thread_start(helper_main, (void *)(uintptr_t)gen));
+		hz_crew_started(&crew, gen, refused ? EPERM : hz_os_thread_start(helper_main, (void *)(uintptr_t)gen));
 }
 
 /* Offers j of generation gen: 1, or 0 when another job is on offer, no
@@ -472,7 +484,7 @@ int hz_job_end(struct hz_job *j, int bound)
 #define FILLS 4
 static struct fill {
 	struct hz_job job;
-	int owned;      /* taken by a memset */
+	int owned;      /* 1 taken by a memset, 2 and counted in fills_owned once its range is written */
 	uintptr_t frame; /* its caller's frame */
 } fills[FILLS];
 static HZ_TLS struct fill *mine;
@@ -486,7 +498,7 @@ static void fill_end(struct fill *f)
 	hz_job_end(&f->job, 0);
 	if (mine == f)
 		mine = NULL;
-	if (__atomic_exchange_n(&f->owned, 0, __ATOMIC_RELEASE))
+	if (__atomic_exchange_n(&f->owned, 0, __ATOMIC_RELEASE) == 2)
 		__atomic_fetch_sub(&fills_owned, 1, __ATOMIC_RELAXED);
 }
 
@@ -495,15 +507,14 @@ static struct fill *fill_take(void)
 	for (int i = 0; i < FILLS; i++) {
 		struct fill *f = &fills[i];
 		if (!__atomic_load_n(&f->owned, __ATOMIC_RELAXED) && !__atomic_load_n(&f->job.in_step, __ATOMIC_SEQ_CST) &&
-		    !__atomic_exchange_n(&f->owned, 1, __ATOMIC_ACQUIRE)) {
-			__atomic_fetch_add(&fills_owned, 1, __ATOMIC_RELAXED);
+		    !__atomic_load_n(&f->job.holders, __ATOMIC_SEQ_CST) &&
+		    !__atomic_exchange_n(&f->owned, 1, __ATOMIC_SEQ_CST))
 			return f;
-		}
 	}
 	return NULL;
 }
 
-int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start)
+int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start, const int *refused)
 {
 	if (threads < 2 || size < HZ_HELPERS_MIN)
 		return 0;
@@ -523,12 +534,19 @@ int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start)
 	hz_job_init(j, HZ_JOB_FILL, p, size);
 	j->c = c;
 	j->kernel = kernel;
+	hz_job_open(j);
+	/* Counted once its block is written: a free or protection that finds
+	 * the count finds the range (hz_helpers_end_in). */
+	__atomic_store_n(&f->owned, 2, __ATOMIC_SEQ_CST);
+	__atomic_fetch_add(&fills_owned, 1, __ATOMIC_SEQ_CST);
 	uint32_t gen = __atomic_load_n(&j->gen, __ATOMIC_RELAXED);
 	f->frame = frame;
 	mine_gen = gen;
 	__atomic_signal_fence(__ATOMIC_SEQ_CST); /* the slot is this thread's before a handler can look */
 	mine = f;
-	if (!offer(j, may_start)) {
+	/* Owned, then the refusal read: a protection of the block set
+	 * meanwhile finds the fill (hz_helpers_end_in), or is found here. */
+	if ((refused && __atomic_load_n(refused, __ATOMIC_SEQ_CST)) || !offer(j, may_start)) {
 		fill_end(f);
 		return 0;
 	}
@@ -560,13 +578,15 @@ void hz_helpers_jumped(void)
 
 void hz_helpers_end_in(const void *p, size_t size)
 {
-	if (hz_likely(!__atomic_load_n(&fills_owned, __ATOMIC_RELAXED)))
+	if (hz_likely(!__atomic_load_n(&fills_owned, __ATOMIC_SEQ_CST)))
 		return;
 	uintptr_t lo = (uintptr_t)p, hi = lo + size;
 	for (int i = 0; i < FILLS; i++) {
 		struct fill *f = &fills[i];
+		if (__atomic_load_n(&f->owned, __ATOMIC_ACQUIRE) != 2)
+			continue;
 		uintptr_t a = (uintptr_t)f->job.p;
-		if (__atomic_load_n(&f->owned, __ATOMIC_ACQUIRE) && a < hi && lo < a + f->job.size)
+		if (a < hi && lo < a + f->job.size)
 			fill_end(f);
 	}
 }
@@ -619,7 +639,13 @@ void hz_helpers_fork_child(void)
 	pool.hot_until = 0;
 	helpers_ending = 0;
 	for (int i = 0; i < FILLS; i++) {
-		fills[i].job.holders = fills[i].job.in_step = 0;
+		/* A fill of the forking thread (a fork from a signal handler
+		 * in memset) is ended: its caller writes every byte itself. */
+		struct hz_job *j = &fills[i].job;
+		uint32_t g = (uint32_t)((j->next >> GEN_SHIFT) + 1) & GEN_MASK;
+		j->gen = g;
+		j->next = (uint64_t)g << GEN_SHIFT;
+		j->holders = j->in_step = 0;
 		fills[i].owned = 0;
 	}
 	fills_owned = 0;

@@ -189,17 +189,22 @@ static void jobs_end(struct hz_owner o, const void *p)
 void hz_large_protected(const void *p, size_t len)
 {
 	uintptr_t a = (uintptr_t)p, e = a + len < a ? UINTPTR_MAX : a + len;
-	uintptr_t lo = HZ_REG_WINDOW_LO, hi = lo + __atomic_load_n(&hz_reg_span, __ATOMIC_RELAXED);
-	if (hi < lo)
-		hi = UINTPTR_MAX;
+	uintptr_t span = __atomic_load_n(&hz_reg_span, __ATOMIC_RELAXED), lo = HZ_REG_WINDOW_LO, hi = lo + span;
+	if (hi < lo) /* widened: every address may be the arenas' */
+		lo = 0, hi = UINTPTR_MAX;
 	if (e <= lo || a >= hi)
 		return; /* outside the arenas' window: not theirs */
 	a = (a > lo ? a : lo) & ~(uintptr_t)(HZ_CHUNK_SIZE - 1);
 	e = e < hi ? e : hi;
 	for (; a < e; a += HZ_CHUNK_SIZE) {
 		uintptr_t r = hz_reg_get((const void *)a);
-		if (r & HZ_REG_HUGE)
-			__atomic_store_n(&((struct hz_huge *)(r & ~HZ_REG_HUGE))->program_protected, 1, __ATOMIC_SEQ_CST);
+		if (r & HZ_REG_HUGE) {
+			/* Marked, then its fills in flight ended: a memset that
+			 * published one after reads the mark (helpers.c). */
+			struct hz_huge *h = (struct hz_huge *)(r & ~HZ_REG_HUGE);
+			__atomic_store_n(&h->program_protected, 1, __ATOMIC_SEQ_CST);
+			hz_helpers_end_in(h->base, h->mapped);
+		}
 		if (a > UINTPTR_MAX - HZ_CHUNK_SIZE)
 			break;
 	}

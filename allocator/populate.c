@@ -132,8 +132,8 @@ static struct track *slot_take(void *p, size_t size, int kind)
 			t->job.skip_every = SENTINEL_EVERY;
 			t->job.skip_at = SENTINEL_EVERY / 2;
 		}
-		if (kind == READ_ALL)
-			hz_job_skip_all(&t->job); /* nothing to populate */
+		if (kind != READ_ALL) /* else nothing to populate */
+			hz_job_open(&t->job);
 		t->due = hz_os_now_ns() + read_delay(size);
 		t->cls = class_of(size);
 		t->kind = kind;

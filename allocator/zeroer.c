@@ -387,14 +387,15 @@ static void *zeroer_main(void *arg)
 static HZ_NOINLINE void start(void)
 {
 	uint64_t gen;
-	pthread_mutex_lock(&crew.lock);
+	if (pthread_mutex_trylock(&crew.lock))
+		return; /* its thread holds it, ending: the next kick starts one */
 	unsigned go = thread.failed ? 0 : hz_crew_reserve(&crew, 1, &gen);
 	if (go)
 		thread.pending = 0;
 	pthread_mutex_unlock(&crew.lock);
 	if (!go)
 		return;
-	int e = hz_os_thread_start(zeroer_main, (void *)(uintptr_t)gen);
+	int e = hz_crew_filtered(&crew) ? EPERM : hz_os_thread_start(zeroer_main, (void *)(uintptr_t)gen);
 	hz_crew_started(&crew, gen, e);
 	if (e)
 		__atomic_store_n(&thread.failed, 1, __ATOMIC_RELAXED);
@@ -411,9 +412,10 @@ void hz_zeroer_kick(int may_start, int wake)
 	if (!hz_zeroer_enabled)
 		return;
 	if (hz_likely(running())) {
-		if (!wake || __atomic_load_n(&thread.pending, __ATOMIC_RELAXED))
+		/* Never waiting for the lock the SCHED_IDLE thread may hold: a
+		 * wake missed is the decay's tick's. */
+		if (!wake || __atomic_load_n(&thread.pending, __ATOMIC_RELAXED) || pthread_mutex_trylock(&crew.lock))
 			return;
-		pthread_mutex_lock(&crew.lock);
 		if (crew.slot[0] == HZ_CREW_RUNNING) {
 			thread.pending = 1;
 			if (thread.sleeping)

@@ -441,6 +441,21 @@ int hz_os_sched_normal(int tid)
 	return r;
 }
 
+int hz_os_seccomp_mode(void)
+{
+	char buf[4096];
+	size_t len;
+	if (hz_os_read_file("/proc/self/status", buf, sizeof buf - 1, &len))
+		return -1;
+	buf[len] = 0;
+	const char *p = strstr(buf, "\nSeccomp:");
+	if (!p)
+		return -1;
+	for (p += sizeof "\nSeccomp:" - 1; *p == ' ' || *p == '\t'; p++)
+		;
+	return *p >= '0' && *p <= '2' ? *p - '0' : -1;
+}
+
 int hz_os_sched_inherit(int tid)
 {
 	int saved = errno, pol = sched_getscheduler(0), r;

@@ -213,6 +213,10 @@ int hz_os_thread_id(void);
  * success, else -1 (leaving SCHED_IDLE or nice 19 needs CAP_SYS_NICE or
  * an RLIMIT_NICE of 20). */
 int hz_os_sched_normal(int tid);
+/* The calling thread's seccomp mode (/proc/self/status): 0 none, 1
+ * strict, 2 a filter; -1 when it cannot be read. A new thread inherits
+ * it. */
+int hz_os_seccomp_mode(void);
 /* Raises thread tid of this process to the calling thread's scheduling:
  * its real-time policy and priority (SCHED_FIFO, SCHED_RR), else
  * SCHED_OTHER at nice 0 as hz_os_sched_normal. 0, or -1 where that is

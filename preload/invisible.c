@@ -11,11 +11,14 @@
  * - unshare and setns, which need a single-threaded process: the
  *   library's threads end first and start again lazily after;
  * - prctl(PR_SET_SECCOMP): they end first and never start again, since a
- *   filter may refuse what they do (a raw seccomp(2) system call is not
- *   seen: no C library function makes it).
+ *   filter may refuse what they do (a filter installed by a raw
+ *   seccomp(2) is found before a thread is made: crew.c).
  * libhugezero.a catches none of these: its program's calls go to the C
  * library by name (docs/design.md, "Invisible to the program"). */
 #define _GNU_SOURCE
+/* Fortified builds define longjmp and its kin as __longjmp_chk: this file
+ * defines each of them. */
+#undef _FORTIFY_SOURCE
 #include <errno.h>
 #include <sched.h>
 #include <setjmp.h>

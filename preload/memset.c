@@ -32,27 +32,27 @@ HZ_INIT_LINK; /* the constructor comes with this file (init.c) */
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
-/* Whether [p, p + n) lies in one huge block of the arenas that the
- * program never protected: memory whose stores cannot fault in a way the
- * program handles (no file behind it, no protection the program set,
- * seen by the interposed mprotect: invisible.c), so helper threads may
- * write it. */
-static int in_one_block(const void *p, size_t n)
+/* The huge block of the arenas that [p, p + n) lies in, or NULL: memory
+ * whose stores cannot fault in a way the program handles (no file behind
+ * it; its mark, set when the program changes its protection (invisible.c),
+ * is checked by the caller), so helper threads may write it. */
+static struct hz_huge *one_block(const void *p, size_t n)
 {
 	struct hz_owner o = hz_large_owner(p); /* p within the block when o.huge */
-	return o.huge && !__atomic_load_n(&o.huge->program_protected, __ATOMIC_SEQ_CST) &&
-	       n <= (uintptr_t)o.huge->base + o.huge->mapped - (uintptr_t)p;
+	return o.huge && n <= (uintptr_t)o.huge->base + o.huge->mapped - (uintptr_t)p ? o.huge : NULL;
 }
 
 /* The program's large memset: the policy's kernel, counted; from
- * HZ_HELPERS_MIN, in a block of the arenas, split over the helpers on
- * idle cores where they can take part (helpers.c), and where the
- * program's jumps pass through the library (not in libhugezero.a). */
+ * HZ_HELPERS_MIN, in a block of the arenas the program never protected,
+ * split over the helpers on idle cores where they can take part
+ * (helpers.c), and where the program's jumps pass through the library
+ * (not in libhugezero.a). */
 static void *fill(void *p, int c, size_t n)
 {
-	if (n >= HZ_HELPERS_MIN && hz_sees_jumps && in_one_block(p, n)) {
+	struct hz_huge *h = n >= HZ_HELPERS_MIN && hz_sees_jumps ? one_block(p, n) : NULL;
+	if (h && !__atomic_load_n(&h->program_protected, __ATOMIC_SEQ_CST)) {
 		unsigned k = hz_policy_pick(&hz_policy, c, n);
-		if (hz_helpers_fill(p, c, n, k, 0)) {
+		if (hz_helpers_fill(p, c, n, k, 0, &h->program_protected)) {
 			hz_count_kernel(k, n);
 			return p;
 		}
