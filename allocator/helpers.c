@@ -374,6 +374,13 @@ static int hot(void)
 	return hz_os_now_ns() < __atomic_load_n(&pool.hot_until, __ATOMIC_RELAXED);
 }
 
+/* Starts k helpers of generation gen, their slots reserved. */
+static HZ_NOINLINE void start_helpers(unsigned k, uint64_t gen)
+{
+	for (unsigned i = 0; i < k; i++)
+		hz_crew_started(&crew, gen, hz_os_thread_start(helper_main, (void *)(uintptr_t)gen));
+}
+
 /* Starts the missing helpers and wakes the sleeping ones to poll for
  * HOT_NS, the idle cores read: an allocation's path, no lock of the
  * library held (pthread_create allocates). */
@@ -387,9 +394,11 @@ static void warm(void)
 	unsigned start = hz_crew_reserve(&crew, wanted(), &gen);
 	pthread_cond_broadcast(&crew.wake);
 	pthread_mutex_unlock(&crew.lock);
-	int refused = start && hz_crew_filtered(&crew);
-	for (unsigned i = 0; i < start; i++)
-		hz_crew_started(&crew, gen, refused ? EPERM : hz_os_thread_start(helper_main, (void *)(uintptr_t)gen));
+	if (start && hz_crew_filtered(&crew))
+		for (unsigned i = 0; i < start; i++)
+			hz_crew_started(&crew, gen, EPERM);
+	else
+		start_helpers(start, gen);
 }
 
 /* Offers j of generation gen: 1, or 0 when another job is on offer, no

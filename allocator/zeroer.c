@@ -384,6 +384,12 @@ static void *zeroer_main(void *arg)
 	return NULL;
 }
 
+/* The thread of generation gen made: 0, or an errno. */
+static HZ_NOINLINE int start_thread(uint64_t gen)
+{
+	return hz_os_thread_start(zeroer_main, (void *)(uintptr_t)gen);
+}
+
 static HZ_NOINLINE void start(void)
 {
 	uint64_t gen;
@@ -395,7 +401,7 @@ static HZ_NOINLINE void start(void)
 	pthread_mutex_unlock(&crew.lock);
 	if (!go)
 		return;
-	int e = hz_crew_filtered(&crew) ? EPERM : hz_os_thread_start(zeroer_main, (void *)(uintptr_t)gen);
+	int e = hz_crew_filtered(&crew) ? EPERM : start_thread(gen);
 	hz_crew_started(&crew, gen, e);
 	if (e)
 		__atomic_store_n(&thread.failed, 1, __ATOMIC_RELAXED);
