@@ -382,12 +382,14 @@ static HZ_NOINLINE void start_helpers(unsigned k, uint64_t gen)
 }
 
 /* Starts the missing helpers and wakes the sleeping ones to poll for
- * HOT_NS, the idle cores read: an allocation's path, no lock of the
- * library held (pthread_create allocates). */
-static void warm(void)
+ * HOT_NS, the idle cores read unless the caller just did: an
+ * allocation's path, no lock of the library held (pthread_create
+ * allocates). */
+static void warm(int idle_read)
 {
 	uint64_t gen;
-	read_idle(0);
+	if (!idle_read)
+		read_idle(0);
 	__atomic_store_n(&pool.hot_until, hz_os_now_ns() + HOT_NS, __ATOMIC_RELAXED);
 	if (pthread_mutex_trylock(&crew.lock))
 		return; /* a helper holds it (and runs): never waited for */
@@ -422,7 +424,7 @@ static int offer(struct hz_job *j, int may_start)
 		return 0;
 	__atomic_fetch_add(&pool.seq, 1, __ATOMIC_SEQ_CST);
 	if (may_start)
-		warm();
+		warm(1);
 	return 1;
 }
 
@@ -434,7 +436,7 @@ int hz_helpers_offer(struct hz_job *j)
 void hz_helpers_start(void)
 {
 	if (may_run())
-		warm();
+		warm(0);
 }
 
 void hz_helpers_withdraw(struct hz_job *j)
