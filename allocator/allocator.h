@@ -786,7 +786,7 @@ void hz_crew_lower(struct hz_crew *c, int slot);
  * 1 when any was, 0 when none, -1 when the lock was busy (not waited for). */
 int hz_crew_raise(struct hz_crew *c);
 /* Every thread ends: raised, waited for at most bound_ns (a tenth of it
- * where none could be raised); none starts meanwhile, nor ever again with
+ * where none could be raised), the crew's lock too; none starts meanwhile, nor ever again with
  * forever. One starved past the bound keeps its slot and goes on (ends
  * when it next runs with forever). Returns the threads that were running. */
 int hz_crew_quiesce(struct hz_crew *c, int forever, uint64_t bound_ns);

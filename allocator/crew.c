@@ -121,11 +121,20 @@ int hz_crew_raise(struct hz_crew *c)
 
 int hz_crew_quiesce(struct hz_crew *c, int forever, uint64_t bound_ns)
 {
-	pthread_mutex_lock(&c->lock);
-	int was = (int)c->running;
 	if (forever)
 		__atomic_store_n(&c->never, 1, __ATOMIC_RELEASE);
 	__atomic_store_n(&c->ending, 1, __ATOMIC_RELEASE);
+	/* The lock waited for boundedly: a thread of the crew, starved at
+	 * SCHED_IDLE, may hold it. Without it, the flags above end the
+	 * threads when they next run, and none is waited for. */
+	struct timespec ts;
+	hz_crew_timespec(hz_os_now_ns() + bound_ns, &ts);
+	if (pthread_mutex_clocklock(&c->lock, CLOCK_MONOTONIC, &ts)) {
+		int was = (int)__atomic_load_n(&c->running, __ATOMIC_RELAXED);
+		__atomic_store_n(&c->ending, 0, __ATOMIC_RELEASE);
+		return was;
+	}
+	int was = (int)c->running;
 	pthread_cond_broadcast(&c->wake);
 	pthread_mutex_unlock(&c->lock);
 	/* One in a step ends it first: raised, so that a starved one does not
@@ -135,12 +144,13 @@ int hz_crew_quiesce(struct hz_crew *c, int forever, uint64_t bound_ns)
 	for (int i = 0; i < 1000 && (raised = hz_crew_raise(c)) < 0; i++)
 		hz_os_yield(); /* the lock's holder, preempted */
 	uint64_t end = hz_os_now_ns() + (raised || !was ? bound_ns : bound_ns / 10);
-	pthread_mutex_lock(&c->lock);
-	while (c->running && hz_os_now_ns() < end) {
-		struct timespec ts;
-		hz_crew_timespec(end, &ts);
-		pthread_cond_clockwait(&c->wake, &c->lock, CLOCK_MONOTONIC, &ts);
+	hz_crew_timespec(end, &ts);
+	if (pthread_mutex_clocklock(&c->lock, CLOCK_MONOTONIC, &ts)) {
+		__atomic_store_n(&c->ending, 0, __ATOMIC_RELEASE);
+		return was;
 	}
+	while (c->running && hz_os_now_ns() < end)
+		pthread_cond_clockwait(&c->wake, &c->lock, CLOCK_MONOTONIC, &ts);
 	/* One starved past the bound keeps its slot (its work, the zeroer's
 	 * claim, is its own until it ends): it goes on, or ends when it next
 	 * runs after exit or a filter (never). */
