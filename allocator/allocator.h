@@ -433,8 +433,8 @@ static inline void hz_chunk_set_busy(struct hz_chunk *c, size_t lo, size_t hi)
 	c->busy_hi = (uint32_t)hi;
 }
 
-/* ---- chunk.c: the purge ---- a chunk's free memory back to the kernel. Gathers
- * its whole free 2 MiB blocks (dirty or clean) into ranges, adjacent ones
+/* ---- chunk.c: the purge ---- chunks' free memory back to the kernel. Gathers
+ * their whole free 2 MiB blocks (dirty or clean) into ranges, adjacent ones
  * merged, released in one batch (hz_os_release_batch) and marked neither
  * dirty nor clean; never a huge page in use, nor the zeroer's claimed
  * pages. Lock held, as chunk.c. */
@@ -446,11 +446,29 @@ struct hz_purge_result {
 	size_t clean_bytes, populated_bytes;
 };
 
-/* With partial set it also releases the free pages in memory outside
- * whole blocks (malloc_trim; not on hugetlb chunks). Whole huge pages go
- * until `most` bytes have (SIZE_MAX: all; the last may pass it, a huge
- * page is never split), the chunk's highest first (the last that first
- * fit would hand out again). Returns the bytes
+/* A purge gathered from one arena's chunks (its lock held from the first
+ * gather to the flush) and released in one batch: the ranges, adjacent
+ * ones merged, and the chunk of each. More ranges than fit flush early. */
+#define HZ_PURGE_RANGES 128
+struct hz_purge {
+	struct hz_range r[HZ_PURGE_RANGES];
+	struct hz_chunk *c[HZ_PURGE_RANGES];
+	uint32_t lo[HZ_PURGE_RANGES], hi[HZ_PURGE_RANGES];
+	size_t n, bytes;
+	struct hz_purge_result total;
+};
+void hz_purge_begin(struct hz_purge *g);
+/* Adds c's whole free 2 MiB blocks in memory, the highest first (the last
+ * that first fit would hand out again), until `most` bytes are gathered
+ * (SIZE_MAX: all; the last may pass it, a huge page is never split); with
+ * partial set also its free pages in memory outside whole blocks
+ * (malloc_trim; not on hugetlb chunks). Returns the bytes gathered. */
+size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most);
+/* Releases what is gathered, marks it released, and returns every byte
+ * the purge released since hz_purge_begin (g->total says how). */
+size_t hz_purge_flush(struct hz_purge *g);
+
+/* One chunk's purge (hz_purge_gather, then hz_purge_flush): the bytes
  * released; *res, if not NULL, receives what it did. */
 size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res);
 
@@ -630,6 +648,8 @@ struct hz_arena {
 	size_t allocated;          /* bytes of live blocks */
 	struct hz_huge *cache;     /* free huge blocks, most recently freed first */
 	size_t cached;             /* their mapped bytes */
+	size_t held;               /* its free bytes in memory when last published (atomic: other
+				    * arenas read it without this lock for the process's budget) */
 	uint64_t window_at;        /* when the decay's window began; 0: none (no free memory) */
 	size_t low;                /* the least free memory in memory it held in the window (budget.c) */
 	size_t evicted;            /* huge blocks' bytes unmapped lately: a new one of that much counts as refaulted */
@@ -672,7 +692,14 @@ size_t hz_arenas_clean_bytes(void);
  * fresh of its bytes were not in memory. The free memory left lowers the
  * window's low-water mark (a->low). */
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
-/* The arena's free memory just shrank (lock held): the low-water mark. */
+/* Publishes a's free bytes in memory, held (lock held), for the budget
+ * of the whole process; and their sum over every arena, as last
+ * published (no lock). */
+void hz_arena_publish(struct hz_arena *a, size_t held);
+size_t hz_arenas_held(void);
+
+/* The arena's free memory just shrank (lock held): the low-water mark,
+ * published. */
 void hz_arena_note_low(struct hz_arena *a);
 /* One purge of bytes, counted (lock held); returns bytes. */
 size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_purge_result *r, size_t bytes);
@@ -685,16 +712,17 @@ void hz_arena_collide(struct hz_arena *a, const struct hz_chunk *c, size_t lo, s
 /* Waits until no piece of a is claimed (lock held; trim). */
 void hz_arena_quiesce(struct hz_arena *a);
 
-/* ---- budget.c ---- the dirty budget, what free memory an arena keeps
- * and for how long, and what goes back to the kernel first: least
- * recently freed first, a cached huge block unmapped or a chunk's whole
- * free 2 MiB blocks released in one batch (chunk.c), never splitting a
- * huge page; partial ones stay until malloc_trim. Also the reserve's
+/* ---- budget.c ---- the dirty budget, what free memory the arenas keep
+ * (one budget for the process) and for how long, and what goes back to
+ * the kernel first: least recently freed first, a cached huge block
+ * unmapped or chunks' whole free 2 MiB blocks released in one batch
+ * (chunk.c), never splitting a huge page; partial ones stay until
+ * malloc_trim. Also the reserve's
  * size, which the zeroer fills (zeroer.c). In a memory cgroup both are
  * fitted to its limit. */
 
-/* Free bytes in memory an arena keeps (chunk pages and cached huge blocks
- * alike), and how long; the reserve: bytes of free clean pages across the
+/* Free bytes in memory the arenas keep together (chunk pages and cached
+ * huge blocks alike), and how long; the reserve: bytes of free clean pages across the
  * arenas the zeroer keeps. */
 extern size_t hz_budget_dirty_max;
 extern uint64_t hz_budget_decay_ns;
@@ -713,8 +741,10 @@ size_t hz_budget_fit(void);
  * populate: no MADV_POPULATE_WRITE before Linux 5.14). */
 void hz_budget_no_reserve(void);
 
-/* After a free or at the decay's tick (lock held): over hz_budget_dirty_max,
- * free memory goes back to the kernel, least recently freed first; and at
+/* After a free or at the decay's tick (lock held): when the arenas hold
+ * more than hz_budget_dirty_max together, a's free memory goes back to the
+ * kernel, least recently freed first, until they hold a quarter of the
+ * budget less (one batch for many blocks, not a call for each); and at
  * the end of each window of hz_budget_decay_ns, the least free memory the
  * arena held during it (its low-water mark, which no allocation needed),
  * so that memory the program frees and asks for again is kept, and an

@@ -128,11 +128,25 @@ size_t hz_arenas_clean_bytes(void)
 	return sum(1);
 }
 
+void hz_arena_publish(struct hz_arena *a, size_t held)
+{
+	__atomic_store_n(&a->held, held, __ATOMIC_RELAXED);
+}
+
+size_t hz_arenas_held(void)
+{
+	size_t bytes = 0;
+	for (int i = 0; i < HZ_ARENAS; i++)
+		bytes += __atomic_load_n(&hz_arenas[i].held, __ATOMIC_RELAXED);
+	return bytes;
+}
+
 void hz_arena_note_low(struct hz_arena *a)
 {
 	size_t held = hz_arena_free_bytes(a);
 	if (held < a->low)
 		a->low = held;
+	hz_arena_publish(a, held);
 }
 
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)

@@ -85,13 +85,17 @@ static void shorten(struct hz_arena *a, struct hz_huge *h, size_t mapped)
 }
 
 /* Releases a's free memory, least recently freed first, whether a cached
- * huge block (unmapped) or a chunk's whole free 2 MiB blocks (one batch),
- * until it holds at most `keep` bytes or nothing more can go. */
+ * huge block (unmapped) or a chunk's whole free 2 MiB blocks, until it
+ * holds at most `keep` bytes or nothing more can go. The chunks' blocks
+ * go in one batch, however many chunks they are in. */
 static void release_oldest(struct hz_arena *a, size_t keep)
 {
+	struct hz_purge g; /* 5 KiB */
+	hz_purge_begin(&g);
+	size_t held = hz_arena_free_bytes(a);
 	for (unsigned k = 0; k < a->nchunks; k++)
 		a->chunks[k]->tried = 0;
-	while (hz_arena_free_bytes(a) > keep) {
+	while (held > keep) {
 		struct hz_huge **hp = oldest_cached(a);
 		struct hz_chunk *c = NULL;
 		for (unsigned k = 0; k < a->nchunks; k++)
@@ -99,20 +103,30 @@ static void release_oldest(struct hz_arena *a, size_t keep)
 			    (!c || a->chunks[k]->freed < c->freed))
 				c = a->chunks[k];
 		if (c && (!hp || c->freed <= (*hp)->freed)) {
-			struct hz_purge_result r;
-			size_t bytes = hz_purge_chunk(c, 0, hz_arena_free_bytes(a) - keep, &r);
-			hz_arena_count_purge(a, &r, bytes);
+			size_t got = hz_purge_gather(&g, c, 0, held - keep);
+			held -= got < held ? got : held;
 			c->tried = 1; /* what is left there is in partial huge pages */
 		} else if (hp) {
-			size_t over = hz_round_up(hz_arena_free_bytes(a) - keep, HZ_HUGE_SIZE);
+			size_t over = hz_round_up(held - keep, HZ_HUGE_SIZE), was = a->cached;
 			if ((*hp)->mapped > over && (*hp)->mapped % HZ_HUGE_SIZE == 0)
 				shorten(a, *hp, (*hp)->mapped - over); /* its head kept */
 			else
 				evict(a, hp);
+			held -= was - a->cached < held ? was - a->cached : held;
 		} else {
 			break;
 		}
 	}
+	hz_arena_count_purge(a, &g.total, hz_purge_flush(&g));
+}
+
+/* What the process's arenas hold free beyond its budget, counting a's own
+ * held bytes; 0 when within it. */
+static size_t over_budget(const struct hz_arena *a, size_t held)
+{
+	size_t others = hz_arenas_held() - __atomic_load_n(&a->held, __ATOMIC_RELAXED);
+	size_t total = held + others;
+	return total > hz_budget_dirty_max ? total - hz_budget_dirty_max : 0;
 }
 
 void hz_budget_bound(struct hz_arena *a)
@@ -120,6 +134,7 @@ void hz_budget_bound(struct hz_arena *a)
 	size_t held = hz_arena_free_bytes(a);
 	if (!held) {
 		a->window_at = 0;
+		hz_arena_publish(a, 0);
 		return;
 	}
 	uint64_t now = hz_os_now_ns();
@@ -127,14 +142,21 @@ void hz_budget_bound(struct hz_arena *a)
 		a->window_at = now;
 		a->low = held;
 	}
-	if (held > hz_budget_dirty_max)
-		release_oldest(a, hz_budget_dirty_max);
-	if (now - a->window_at < hz_budget_decay_ns)
+	/* Over the budget, the process goes a quarter of it below, so that
+	 * frees past it release many blocks in one batch, not one each. */
+	size_t over = over_budget(a, held);
+	if (over) {
+		size_t cut = over + hz_budget_dirty_max / 4;
+		release_oldest(a, held > cut ? held - cut : 0);
+		held = hz_arena_free_bytes(a);
+	}
+	if (now - a->window_at < hz_budget_decay_ns) {
+		hz_arena_publish(a, held);
 		return;
+	}
 	/* The window's end: what stayed free all through it goes back (the
 	 * least recently freed first); what the program took and gave back
 	 * meanwhile stays, for it to take again without a fault. */
-	held = hz_arena_free_bytes(a);
 	size_t unused = a->low < held ? a->low : held;
 	if (unused)
 		release_oldest(a, held - unused);
@@ -145,20 +167,21 @@ void hz_budget_bound(struct hz_arena *a)
 	held = hz_arena_free_bytes(a);
 	a->window_at = held ? now : 0;
 	a->low = held;
+	hz_arena_publish(a, held);
 }
 
 size_t hz_budget_trim(struct hz_arena *a)
 {
-	size_t bytes = 0;
+	struct hz_purge g; /* 5 KiB */
+	hz_purge_begin(&g);
 	hz_arena_quiesce(a);
-	for (unsigned k = 0; k < a->nchunks; k++) {
-		struct hz_purge_result r;
-		size_t b = hz_purge_chunk(a->chunks[k], 1, SIZE_MAX, &r);
-		bytes += hz_arena_count_purge(a, &r, b);
-	}
+	for (unsigned k = 0; k < a->nchunks; k++)
+		hz_purge_gather(&g, a->chunks[k], 1, SIZE_MAX);
+	size_t bytes = hz_arena_count_purge(a, &g.total, hz_purge_flush(&g));
 	a->low = 0;
 	while (a->cache)
 		bytes += evict(a, &a->cache);
 	a->missed = 0; /* what was trimmed is not refilled until blocks are wanted again */
+	hz_arena_publish(a, hz_arena_free_bytes(a));
 	return bytes;
 }

@@ -275,21 +275,17 @@ void hz_chunk_set_fresh(struct hz_chunk *c, size_t lo, size_t hi)
 
 /* ---- purge: whole free 2 MiB blocks released in batches ---- */
 
-/* The batch being gathered: ranges in page indices, flushed when full
- * (a chunk has 32 huge pages, so whole-block purges take one batch). */
-#define GATHER 128
-struct gather {
-	struct hz_chunk *c;
-	struct hz_range r[GATHER];
-	size_t lo[GATHER], hi[GATHER];
-	size_t n, bytes;
-	struct hz_purge_result total;
-};
+void hz_purge_begin(struct hz_purge *g)
+{
+	g->n = 0;
+	g->bytes = 0;
+	g->total = (struct hz_purge_result){0};
+}
 
-static void gather_flush(struct gather *g)
+size_t hz_purge_flush(struct hz_purge *g)
 {
 	if (!g->n)
-		return;
+		return g->bytes;
 	struct hz_release_result res;
 	hz_os_release_batch(g->r, g->n, &res);
 	g->total.batch.ranges += res.ranges;
@@ -302,49 +298,50 @@ static void gather_flush(struct gather *g)
 			g->total.batch.error = res.error;
 	} else {
 		for (size_t k = 0; k < g->n; k++) {
-			g->c->dirty_free -= hz_bits_count(g->c->dirty, g->lo[k], g->hi[k]);
-			size_t clean = hz_bits_count(g->c->clean, g->lo[k], g->hi[k]);
-			g->c->clean_free -= clean;
+			struct hz_chunk *c = g->c[k];
+			size_t lo = g->lo[k], hi = g->hi[k];
+			c->dirty_free -= hz_bits_count(c->dirty, lo, hi);
+			size_t clean = hz_bits_count(c->clean, lo, hi);
+			c->clean_free -= clean;
 			g->total.clean_bytes += clean << HZ_PAGE_SHIFT;
-			g->total.populated_bytes += hz_bits_count(g->c->populated, g->lo[k], g->hi[k]) << HZ_PAGE_SHIFT;
-			hz_bits_set(g->c->populated, g->lo[k], g->hi[k], 0);
+			g->total.populated_bytes += hz_bits_count(c->populated, lo, hi) << HZ_PAGE_SHIFT;
+			hz_bits_set(c->populated, lo, hi, 0);
 			/* Released: the pages that were in memory (a fresh
 			 * page taken later costs its fault either way). */
-			hz_bits_or(g->c->released, g->c->dirty, g->c->clean, g->lo[k], g->hi[k]);
-			hz_bits_set(g->c->dirty, g->lo[k], g->hi[k], 0);
-			hz_bits_set(g->c->clean, g->lo[k], g->hi[k], 0);
-			hz_bits_set(g->c->shared, g->lo[k], g->hi[k], 0);
+			hz_bits_or(c->released, c->dirty, c->clean, lo, hi);
+			hz_bits_set(c->dirty, lo, hi, 0);
+			hz_bits_set(c->clean, lo, hi, 0);
+			hz_bits_set(c->shared, lo, hi, 0);
 		}
 		g->bytes += res.bytes;
 	}
 	g->n = 0;
+	return g->bytes;
 }
 
-/* Adds pages [i, j), merged with the previous range when adjacent on
- * either side. */
-static void gather_add(struct gather *g, size_t i, size_t j)
+/* Adds c's pages [i, j), merged with the previous range when it is the
+ * same chunk's and adjacent on either side. */
+static void purge_add(struct hz_purge *g, struct hz_chunk *c, size_t i, size_t j)
 {
 	size_t k = g->n - 1;
-	if (g->n && (g->hi[k] == i || g->lo[k] == j)) {
-		g->lo[k] = g->lo[k] < i ? g->lo[k] : i;
-		g->hi[k] = g->hi[k] > j ? g->hi[k] : j;
-		g->r[k] = (struct hz_range){g->c->base + (g->lo[k] << HZ_PAGE_SHIFT), (g->hi[k] - g->lo[k]) << HZ_PAGE_SHIFT};
+	if (g->n && g->c[k] == c && (g->hi[k] == i || g->lo[k] == j)) {
+		g->lo[k] = g->lo[k] < i ? g->lo[k] : (uint32_t)i;
+		g->hi[k] = g->hi[k] > j ? g->hi[k] : (uint32_t)j;
+		g->r[k] = (struct hz_range){c->base + ((size_t)g->lo[k] << HZ_PAGE_SHIFT),
+					    (size_t)(g->hi[k] - g->lo[k]) << HZ_PAGE_SHIFT};
 		return;
 	}
-	if (g->n == GATHER)
-		gather_flush(g);
-	g->lo[g->n] = i;
-	g->hi[g->n] = j;
-	g->r[g->n] = (struct hz_range){g->c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT};
+	if (g->n == HZ_PURGE_RANGES)
+		hz_purge_flush(g);
+	g->c[g->n] = c;
+	g->lo[g->n] = (uint32_t)i;
+	g->hi[g->n] = (uint32_t)j;
+	g->r[g->n] = (struct hz_range){c->base + (i << HZ_PAGE_SHIFT), (j - i) << HZ_PAGE_SHIFT};
 	g->n++;
 }
 
-size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res)
+size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most)
 {
-	struct gather g; /* 4 KiB */
-	g.c = c;
-	g.n = g.bytes = 0;
-	g.total = (struct hz_purge_result){0};
 	size_t gathered = 0;
 	/* From the top: first fit takes the lowest free pages, so the highest
 	 * are the last a block would take again. */
@@ -356,7 +353,7 @@ size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_pu
 		if (c->busy_lo < e && h < c->busy_hi)
 			continue; /* the zeroer's: not now */
 		if (hz_bits_find(c->used, h, e, 1) == e) {
-			gather_add(&g, h, e); /* a whole free huge page */
+			purge_add(g, c, h, e); /* a whole free huge page */
 			gathered += HZ_HUGE_SIZE;
 			continue;
 		}
@@ -364,13 +361,23 @@ size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_pu
 			continue; /* never split a huge page in use (hugetlb: cannot) */
 		for (size_t i = hz_bits_find(c->used, h, e, 0); i < e;) {
 			size_t j = hz_bits_find(c->used, i, e, 1);
-			if (hz_bits_find(c->dirty, i, j, 1) < j || hz_bits_find(c->clean, i, j, 1) < j)
-				gather_add(&g, i, j);
+			if (hz_bits_find(c->dirty, i, j, 1) < j || hz_bits_find(c->clean, i, j, 1) < j) {
+				purge_add(g, c, i, j);
+				gathered += (j - i) << HZ_PAGE_SHIFT;
+			}
 			i = hz_bits_find(c->used, j, e, 0);
 		}
 	}
-	gather_flush(&g);
+	return gathered;
+}
+
+size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res)
+{
+	struct hz_purge g; /* 5 KiB */
+	hz_purge_begin(&g);
+	hz_purge_gather(&g, c, partial, most);
+	size_t bytes = hz_purge_flush(&g);
 	if (res)
 		*res = g.total;
-	return g.bytes;
+	return bytes;
 }

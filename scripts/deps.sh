@@ -12,6 +12,8 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       # the other allocators the benchmarks compare against, GNU time for
       # the workload suite's peak RSS
       time
+      # strace counts the system calls of a release (tests/programs/release.sh)
+      strace
       libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
       # promtool checks the Prometheus report and rules, and with the node
       # exporter serves the fleet's end-to-end test; man renders the man

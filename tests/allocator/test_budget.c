@@ -57,7 +57,7 @@ Test(budget, least_recently_freed_first)
 {
 	struct hz_arena *a = &hz_arenas[1];
 	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
-	hz_budget_dirty_max = (size_t)1 << 40;
+	hz_budget_dirty_max = 12 * MiB;
 	struct hz_huge *h1 = cached(a, 4 * MiB);        /* freed first */
 	struct hz_chunk *c = chunk_freed(a, 1);          /* then 2 MiB of a chunk */
 	struct hz_huge *h2 = cached(a, 4 * MiB);        /* last */
@@ -65,21 +65,73 @@ Test(budget, least_recently_freed_first)
 	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB);
 	hz_budget_bound(a);
 	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB, "within the budget: all kept");
-	hz_budget_dirty_max = 7 * MiB;
+	/* Over it, a quarter of it below: 8 MiB less 2. */
+	hz_budget_dirty_max = 8 * MiB;
 	hz_budget_bound(a);
 	cr_assert(!in_cache(a, h1), "the oldest, a huge block, unmapped first");
 	cr_assert(in_cache(a, h2));
-	cr_assert_eq(c->dirty_free, HZ_HUGE_PAGES, "the chunk's pages kept: 6 MiB is within 7");
-	hz_budget_dirty_max = 5 * MiB;
+	cr_assert_eq(c->dirty_free, HZ_HUGE_PAGES, "the chunk's pages kept: 6 MiB is 8 less a quarter");
+	hz_budget_dirty_max = 4 * MiB; /* 3 MiB kept at most */
 	hz_budget_bound(a);
 	cr_assert_eq(c->dirty_free, 0, "the chunk's huge page next");
-	cr_assert(in_cache(a, h2), "4 MiB is within 5: the newest kept");
-	cr_assert_eq(hz_arena_free_bytes(a), 4 * MiB);
-	cr_assert_eq(a->n.purged, 6 * MiB);
+	cr_assert(in_cache(a, h2), "the newest shortened, not unmapped");
+	cr_assert_eq(h2->mapped, 2 * MiB, "its head kept, whole huge pages");
+	cr_assert_eq(hz_arena_free_bytes(a), 2 * MiB);
+	cr_assert_eq(a->n.purged, 8 * MiB);
 	cr_assert_eq(a->n.purges, 1, "the chunk in one batch");
-	cr_assert_eq(hz_budget_trim(a), 4 * MiB);
+	cr_assert_eq(hz_budget_trim(a), 2 * MiB);
 	cr_assert_null(a->cache);
 	pthread_mutex_unlock(&a->lock);
+}
+
+/* Past the budget, the blocks of every chunk that must go leave in one
+ * system call, not one a chunk nor one a block. */
+Test(budget, many_chunks_one_batch)
+{
+	struct hz_arena *a = &hz_arenas[1];
+	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
+	hz_budget_dirty_max = 64 * MiB;
+	struct hz_chunk *c[4];
+	for (int k = 0; k < 4; k++)
+		c[k] = chunk_freed(a, 4); /* 8 MiB each, the first the oldest */
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a);
+	cr_assert_eq(a->n.purges, 0, "32 MiB is within 64");
+	hz_budget_dirty_max = 8 * MiB; /* 24 MiB over: 26 go */
+	hz_budget_bound(a);
+	cr_assert_eq(a->n.purge_syscalls, 1, "%llu calls", (unsigned long long)a->n.purge_syscalls);
+	cr_assert_eq(a->n.purge_ranges, 4, "one range a chunk, its huge pages merged");
+	cr_assert_eq(a->n.purged, 26 * MiB);
+	for (int k = 0; k < 3; k++)
+		cr_assert_eq(c[k]->dirty_free, 0, "chunk %d: the oldest go whole", k);
+	cr_assert_eq(c[3]->dirty_free, 3 * HZ_HUGE_PAGES, "the newest: its highest huge page");
+	cr_assert_eq(hz_bits_count(c[3]->dirty, 3 * HZ_HUGE_PAGES, 4 * HZ_HUGE_PAGES), 0);
+	cr_assert_eq(hz_budget_trim(a), 6 * MiB);
+	cr_assert_eq(a->n.purge_syscalls, 2, "the trim: one more call");
+	pthread_mutex_unlock(&a->lock);
+}
+
+/* The budget is the process's: an arena's free memory counts against the
+ * others'. The arena that frees past it releases its own. */
+Test(budget, one_budget_for_every_arena)
+{
+	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
+	hz_budget_dirty_max = 12 * MiB;
+	struct hz_arena *a = &hz_arenas[0], *b = &hz_arenas[2];
+	chunk_freed(a, 4);
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a);
+	pthread_mutex_unlock(&a->lock);
+	cr_assert_eq(hz_arenas_held(), 8 * MiB, "within the budget: published, kept");
+	chunk_freed(b, 4);
+	pthread_mutex_lock(&b->lock);
+	hz_budget_bound(b); /* 16 MiB: 4 over, 3 more below */
+	cr_assert_eq(hz_arena_free_bytes(b), 0, "b's 8 MiB went, whole huge pages");
+	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_lock(&a->lock);
+	cr_assert_eq(hz_arena_free_bytes(a), 8 * MiB, "a's kept");
+	pthread_mutex_unlock(&a->lock);
+	cr_assert_eq(hz_arenas_held(), 8 * MiB);
 }
 
 Test(budget, decay_releases_all_and_claimed_blocks_stay)

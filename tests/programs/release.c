@@ -1,0 +1,103 @@
+/* The arenas' release as a program sees it (tests/programs/release.sh).
+ *
+ * release purge N: N blocks of 2 MiB taken and written, then all freed and
+ *   malloc_trim(0) called, between two getppid() calls that mark the span
+ *   for strace; then the same N blocks taken again by calloc, each checked
+ *   zero. Prints the resident kB after the trim.
+ * release threads T N: T threads each take and write N blocks of 2 MiB,
+ *   wait for each other, and free them (no trim). Prints the resident kB
+ *   once all have freed, and the resident kB before any block was taken. */
+#include <malloc.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BLOCK ((size_t)2 << 20)
+
+static long resident_kb(void)
+{
+	long size, rss;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f || fscanf(f, "%ld %ld", &size, &rss) != 2)
+		exit(3);
+	fclose(f);
+	return rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void **take(size_t n, int zero)
+{
+	void **p = malloc(n * sizeof *p);
+	if (!p)
+		exit(4);
+	for (size_t i = 0; i < n; i++) {
+		p[i] = zero ? calloc(1, BLOCK) : malloc(BLOCK);
+		if (!p[i]) {
+			fprintf(stderr, "block %zu: out of memory\n", i);
+			exit(4);
+		}
+		if (zero) {
+			const unsigned char *b = p[i];
+			for (size_t k = 0; k < BLOCK; k++)
+				if (b[k]) {
+					fprintf(stderr, "calloc'd block %zu: byte %zu is %d\n", i, k, b[k]);
+					exit(5);
+				}
+		}
+		memset(p[i], 0x5a, BLOCK);
+	}
+	return p;
+}
+
+static void give(void **p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(p[i]);
+	free(p);
+}
+
+static size_t per_thread;
+static pthread_barrier_t all_taken;
+
+static void *worker(void *arg)
+{
+	(void)arg;
+	void **p = take(per_thread, 0);
+	pthread_barrier_wait(&all_taken);
+	give(p, per_thread);
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 3 && !strcmp(argv[1], "purge")) {
+		size_t n = strtoul(argv[2], NULL, 10);
+		void **p = take(n, 0);
+		syscall(SYS_getppid); /* the span strace counts begins */
+		give(p, n);
+		malloc_trim(0);
+		syscall(SYS_getppid); /* and ends */
+		printf("%ld\n", resident_kb());
+		give(take(n, 1), n);
+		return 0;
+	}
+	if (argc == 4 && !strcmp(argv[1], "threads")) {
+		unsigned t = (unsigned)strtoul(argv[2], NULL, 10);
+		per_thread = strtoul(argv[3], NULL, 10);
+		long before = resident_kb();
+		pthread_t th[64];
+		if (t < 1 || t > 64 || pthread_barrier_init(&all_taken, NULL, t))
+			return 2;
+		for (unsigned i = 0; i < t; i++)
+			if (pthread_create(&th[i], NULL, worker, NULL))
+				return 2;
+		for (unsigned i = 0; i < t; i++)
+			pthread_join(th[i], NULL);
+		printf("%ld %ld\n", resident_kb(), before);
+		return 0;
+	}
+	fprintf(stderr, "usage: release purge N | release threads T N\n");
+	return 2;
+}
