@@ -561,6 +561,9 @@ struct hz_claim {
 	int checked;             /* after a fork: alone says which pages are this process's only */
 	uint64_t step_at;        /* when the zeroer began its current step (read without the lock) */
 	uint64_t alone[8];
+	int zero_known;          /* out says which pages are not in memory and read zero */
+	uint64_t out[8];         /* bit i: page i is such a page: never cleared, published fresh */
+	size_t out_bytes;        /* the bytes of such pages the zeroer went past */
 };
 extern struct hz_claim hz_claim;
 
@@ -574,11 +577,18 @@ static inline int hz_claim_alone(size_t i)
 {
 	return !hz_claim.checked || (hz_claim.alone[i / 64] >> (i % 64) & 1);
 }
+/* Whether page i of the piece is not in memory and reads zero (never
+ * written since its release, or never touched, where nothing can swap
+ * it out): nothing to clear, and published as fresh. */
+static inline int hz_claim_out(size_t i)
+{
+	return hz_claim.zero_known && (hz_claim.out[i / 64] >> (i % 64) & 1);
+}
 /* What ending the claim did with the piece. */
 enum hz_claim_end { HZ_CLAIM_ABANDONED, HZ_CLAIM_PUBLISHED, HZ_CLAIM_SHARED };
 /* Ends the claim (a's lock held) after `done` bytes: published as clean
- * (chunk pages this process maps alone; the others marked shared), unless
- * taken. The caller then wakes who waits on the arena's condition. */
+ * (chunk pages this process maps alone, fresh those not in memory; the
+ * others marked shared), unless taken. The caller then wakes who waits on the arena's condition. */
 enum hz_claim_end hz_claim_end(size_t done);
 /* No piece: c's busy range cleared (the end, and a forked child). */
 void hz_claim_reset(void);
@@ -1053,6 +1063,7 @@ extern int hz_work_forked;
 struct hz_work_counts {
 	uint64_t cleared, populated; /* bytes published as clean */
 	uint64_t abandoned;          /* bytes of pieces taken before they were done */
+	uint64_t not_resident;       /* bytes of freed pieces left uncleared: not in memory, zero */
 };
 extern struct hz_work_counts hz_work_n;
 
@@ -1094,6 +1105,7 @@ struct hz_zeroer_stats {
 	uint64_t starts, start_failures, sched_fallbacks;
 	uint64_t cleared, populated; /* bytes published as clean */
 	uint64_t abandoned;          /* bytes of pieces taken before they were done */
+	uint64_t not_resident;       /* bytes of freed pieces not cleared: not in memory, zero */
 	uint64_t waits;              /* handouts that waited for a piece */
 	uint64_t cpu_ns;             /* the thread's CPU time */
 	uint64_t wakeups;

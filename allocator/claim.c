@@ -24,6 +24,8 @@ void hz_claim_set(struct hz_arena *a, struct hz_chunk *c, size_t lo, size_t hi, 
 	hz_claim.populate = populate;
 	hz_claim.taken = 0;
 	hz_claim.checked = 0;
+	hz_claim.zero_known = 0;
+	hz_claim.out_bytes = 0;
 	hz_claim.extent = c ? c->dirty_free << HZ_PAGE_SHIFT : h->mapped;
 	__atomic_store_n(&hz_claim.step_at, hz_os_now_ns(), __ATOMIC_RELAXED);
 	if (c)
@@ -40,17 +42,26 @@ void hz_claim_reset(void)
 	hz_claim.h = NULL;
 }
 
-/* The chunk pages of the claim: cleared ones clean, the ones shared with
- * a forked process marked so. */
+/* What became of chunk page i of the claim: 0 shared with a forked
+ * process, 1 cleared, 2 not in memory and zero. */
+static int page_kind(size_t i)
+{
+	return !hz_claim_alone(i - hz_claim.lo) ? 0 : hz_claim_out(i - hz_claim.lo) ? 2 : 1;
+}
+
+/* The chunk pages of the claim: cleared ones clean, the ones not in
+ * memory fresh, the ones shared with a forked process marked so. */
 static void publish_pages(void)
 {
 	for (size_t i = hz_claim.lo; i < hz_claim.hi;) {
-		int alone = hz_claim_alone(i - hz_claim.lo);
+		int kind = page_kind(i);
 		size_t j = i + 1;
-		while (j < hz_claim.hi && hz_claim_alone(j - hz_claim.lo) == alone)
+		while (j < hz_claim.hi && page_kind(j) == kind)
 			j++;
-		if (alone)
+		if (kind == 1)
 			hz_chunk_set_clean(hz_claim.c, i, j, hz_claim.populate);
+		else if (kind == 2)
+			hz_chunk_set_fresh(hz_claim.c, i, j);
 		else
 			hz_chunk_set_shared(hz_claim.c, i, j);
 		i = j;

@@ -391,6 +391,7 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "background.cleared_bytes", z.cleared, 0);
 	fn(arg, "background.populated_bytes", z.populated, 0);
 	fn(arg, "background.abandoned_bytes", z.abandoned, 0);
+	fn(arg, "background.not_resident_bytes", z.not_resident, 0);
 	fn(arg, "background.waits", z.waits, 0);
 	fn(arg, "background.cpu_time_ns", z.cpu_ns, 0);
 	fn(arg, "background.wakeups", z.wakeups, 0);

@@ -84,13 +84,14 @@ static size_t fresh_wanted(struct hz_arena *a, size_t reserve)
  * while the reserve allows (all arenas' clean pages below hz_budget_reserve_max,
  * a's below what a handed out of pages not in memory since its last
  * decay: a program that recycles its blocks gets no reserve it would not
- * use; and none before a quarter of the reserve's size was) and a's dirty
- * budget does: 1; 0 when a has none (it may grow), -1 when it may not
+ * use; and none before a quarter of the reserve's size was), a's dirty
+ * budget and room (peak_room) do: 1; 0 when a has none (it may grow), -1 when it may not
  * take more. One claim is one run of hz_chunk_next_run, within one huge
  * page: the program's faulting is asked again before the next. */
-static int claim_fresh(struct hz_arena *a, size_t reserve)
+static int claim_fresh(struct hz_arena *a, size_t reserve, size_t room)
 {
 	size_t left = fresh_wanted(a, reserve);
+	left = left < room ? left : room;
 	if (!left)
 		return -1;
 	for (unsigned k = 0; k < a->nchunks; k++) {
@@ -122,34 +123,61 @@ static size_t clear_steps(unsigned k, unsigned char *p, size_t n)
 	return done;
 }
 
-/* Clears the claimed piece outside the lock; returns the bytes cleared.
- * After a fork, only the pages this process maps alone: a page still
- * shared copy-on-write would be copied by the clear, for nothing. */
+/* Which of the claimed piece's n pages from p are not in memory and
+ * so read zero (hz_claim.out): a freed block the program wrote a part of
+ * (a sort buffer, a page cache) is dirty in full, and clearing the rest
+ * would fault it in, raising the footprint for nothing. Not where swap may
+ * hold a page, nor where mincore cannot say: then every page is cleared.
+ * Swap is asked before and after the residency, so that no swap-out can
+ * fall between. */
+static void learn_out(unsigned char *p, size_t n)
+{
+	unsigned char v[HZ_HUGE_PAGES];
+	struct hz_claim *cl = &hz_claim;
+	if (hz_os_swap_possible() || hz_os_residency(p, n, v) || hz_os_swap_possible())
+		return;
+	hz_memzero(cl->out, sizeof cl->out);
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] & 1))
+			cl->out[i / 64] |= 1ull << (i % 64);
+	cl->zero_known = 1;
+}
+
+/* Clears the claimed piece outside the lock; returns the bytes done:
+ * cleared, or not in memory and zero. After a fork, only the pages this
+ * process maps alone: a page still shared copy-on-write would be copied
+ * by the clear, for nothing. */
 static size_t clear_claimed(void)
 {
 	struct hz_claim *cl = &hz_claim;
 	unsigned char *p = cl->c ? cl->c->base + (cl->lo << HZ_PAGE_SHIFT) : cl->h->base + cl->off;
 	size_t len = cl->c ? (cl->hi - cl->lo) << HZ_PAGE_SHIFT : cl->len;
+	size_t n = len >> HZ_PAGE_SHIFT;
 	/* The kernel calloc would take for all the dirty memory at hand:
 	 * streaming stores for extents larger than the cache, whose lines
 	 * would only evict the program's; temporal ones below, whose lines the
 	 * program finds in the shared cache when it takes the block again. */
 	unsigned k = hz_policy_pick(&hz_policy, 0, cl->extent);
-	if (!__atomic_load_n(&hz_work_forked, __ATOMIC_RELAXED))
-		return clear_steps(k, p, len);
-	size_t n = len >> HZ_PAGE_SHIFT;
-	/* Where the kernel cannot say (no /proc, no fd left, a filter), every
-	 * page counts as shared: published as such, left to calloc. */
-	cl->checked = 1;
-	if (hz_os_pages_exclusive(p, n, cl->alone))
-		return 0;
+	if (__atomic_load_n(&hz_work_forked, __ATOMIC_RELAXED)) {
+		/* Where the kernel cannot say (no /proc, no fd left, a filter),
+		 * every page counts as shared: published as such, left to calloc. */
+		cl->checked = 1;
+		if (hz_os_pages_exclusive(p, n, cl->alone))
+			return 0;
+	}
+	learn_out(p, n);
 	size_t done = 0;
 	for (size_t i = 0; i < n;) {
+		int alone = hz_claim_alone(i), out = hz_claim_out(i);
 		size_t j = i + 1;
-		while (j < n && hz_claim_alone(j) == hz_claim_alone(i))
+		while (j < n && hz_claim_alone(j) == alone && hz_claim_out(j) == out)
 			j++;
-		if (hz_claim_alone(i)) {
-			size_t want = (j - i) << HZ_PAGE_SHIFT, got = clear_steps(k, p + (i << HZ_PAGE_SHIFT), want);
+		size_t want = (j - i) << HZ_PAGE_SHIFT;
+		if (alone && out) {
+			done += want;
+			cl->out_bytes += want;
+		} else if (alone) {
+			size_t got = clear_steps(k, p + (i << HZ_PAGE_SHIFT), want);
 			done += got;
 			if (got < want)
 				break; /* taken */
@@ -184,13 +212,14 @@ static size_t do_claimed(int *failed)
 static void end_claimed(struct hz_arena *a, size_t done)
 {
 	int chunk = hz_claim.c != NULL, populate = hz_claim.populate;
-	size_t len = hz_claim.len;
+	size_t len = hz_claim.len, out = hz_claim.out_bytes;
 	switch (hz_claim_end(done)) {
 	case HZ_CLAIM_ABANDONED:
 		add(&hz_work_n.abandoned, done);
 		break;
 	case HZ_CLAIM_PUBLISHED:
-		add(chunk && populate ? &hz_work_n.populated : &hz_work_n.cleared, chunk ? done : len);
+		add(chunk && populate ? &hz_work_n.populated : &hz_work_n.cleared, (chunk ? done : len) - out);
+		add(&hz_work_n.not_resident, out);
 		break;
 	case HZ_CLAIM_SHARED:
 		break;
@@ -218,6 +247,18 @@ static int program_faulting(void)
 	return now - quiet_since < QUIET_NS;
 }
 
+/* The bytes the reserve may add to the process's footprint now: what
+ * lies between its resident bytes and the peak the program reached, so
+ * that the reserve never raises that peak; 0 where they cannot be read.
+ * A program that touched no more than it keeps gets no reserve. */
+static size_t peak_room(void)
+{
+	size_t rss, peak;
+	if (hz_os_footprint(&rss, &peak) || rss >= peak)
+		return 0;
+	return peak - rss;
+}
+
 /* Whether some arena's reserve may take pages now: only then is the
  * program's faulting worth asking about. */
 static int reserve_wanted(size_t reserve)
@@ -237,9 +278,9 @@ int hz_work_once(void)
 	static unsigned next;
 	for (int pass = 0; pass < 2; pass++) {
 		/* The reserve as it is: free clean pages across the arenas. */
-		size_t reserve = pass ? hz_arenas_clean_bytes() : 0;
+		size_t reserve = pass ? hz_arenas_clean_bytes() : 0, room = 0;
 		if (pass) {
-			if (!reserve_wanted(reserve))
+			if (!reserve_wanted(reserve) || (room = peak_room()) < HZ_PAGE)
 				return 0;
 			int faulting = program_faulting();
 			if (faulting)
@@ -248,7 +289,7 @@ int hz_work_once(void)
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			pthread_mutex_lock(&a->lock);
-			int got = pass ? claim_fresh(a, reserve) : !pays(&a->cleared) ? -1 : claim_dirty(a);
+			int got = pass ? claim_fresh(a, reserve, room) : !pays(&a->cleared) ? -1 : claim_dirty(a);
 			if (got == 0 && pass && a->nchunks) {
 				/* The reserve wants room: a new chunk, mapped outside the
 				 * lock, as fresh memory's measurement decides (its first
@@ -259,7 +300,7 @@ int hz_work_once(void)
 				if (hz_arena_grow(a))
 					continue;
 				pthread_mutex_lock(&a->lock);
-				got = claim_fresh(a, reserve);
+				got = claim_fresh(a, reserve, room);
 			}
 			pthread_mutex_unlock(&a->lock);
 			if (got != 1)
@@ -468,6 +509,7 @@ void hz_zeroer_stats(struct hz_zeroer_stats *out)
 	out->cleared = __atomic_load_n(&hz_work_n.cleared, __ATOMIC_RELAXED);
 	out->populated = __atomic_load_n(&hz_work_n.populated, __ATOMIC_RELAXED);
 	out->abandoned = __atomic_load_n(&hz_work_n.abandoned, __ATOMIC_RELAXED);
+	out->not_resident = __atomic_load_n(&hz_work_n.not_resident, __ATOMIC_RELAXED);
 	out->waits = __atomic_load_n(&hz_claim_waits, __ATOMIC_RELAXED);
 	out->cpu_ns = __atomic_load_n(&n.cpu_ns, __ATOMIC_RELAXED);
 	out->wakeups = __atomic_load_n(&n.wakeups, __ATOMIC_RELAXED);

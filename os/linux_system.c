@@ -365,6 +365,25 @@ int hz_os_minor_faults(uint64_t *process, uint64_t *thread)
 	return 0;
 }
 
+int hz_os_footprint(size_t *rss, size_t *peak)
+{
+	char buf[128];
+	size_t len;
+	struct rusage u;
+	int saved = errno;
+	int e = hz_os_read_file("/proc/self/statm", buf, sizeof buf, &len);
+	if (e)
+		return e;
+	char *p = strchr(buf, ' ');
+	if (!p || getrusage(RUSAGE_SELF, &u)) {
+		errno = saved;
+		return EINVAL;
+	}
+	*rss = (size_t)strtoull(p + 1, NULL, 10) * hz_page_size;
+	*peak = (size_t)u.ru_maxrss << 10;
+	return 0;
+}
+
 /* The dynamic loader's (and the static libc's): where the program's
  * arguments start, just above main's first frame. */
 extern void *__libc_stack_end;

@@ -341,6 +341,28 @@ static int raise_zeroer(void)
  * for to lower itself to SCHED_IDLE, its first act, up to a second, then
  * set to SCHED_FIFO. At SCHED_IDLE on a busy host it may get no CPU for
  * the whole case. Where that is refused (not root), it stays as it is. */
+/* The process's peak resident bytes so far (the kernel's high-water
+ * mark). */
+static uint64_t peak_rss(void)
+{
+	struct rusage u;
+	if (getrusage(RUSAGE_SELF, &u))
+		exit(3);
+	return (uint64_t)u.ru_maxrss << 10;
+}
+
+/* Raises the process's peak by `bytes` touched and unmapped, outside the
+ * allocator: the reserve fills only below that peak, never above it. */
+static void make_room(size_t bytes)
+{
+	unsigned char *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		exit(3);
+	for (size_t k = 0; k < bytes; k += PAGE)
+		m[k] = 1;
+	munmap(m, bytes);
+}
+
 static void give_zeroer_a_core(void)
 {
 	for (int i = 0; i < 1000 && !raise_zeroer(); i++)
@@ -354,6 +376,7 @@ static int faulting(char **argv)
 		perror("zeroer: faulting needs SCHED_FIFO (root)");
 		return 1;
 	}
+	make_room(128 * MIB);
 	/* Kept: an arena's first block says nothing of the next, and the
 	 * second is then all fresh pages, each touch a fault. */
 	unsigned char *first = calloc(1, 4 * MIB);
@@ -561,6 +584,7 @@ static int blind(char **argv)
  * nothing of what it stops. */
 static int unpaid(void)
 {
+	make_room(128 * MIB);
 	unsigned char *first = calloc(1, 4 * MIB); /* kept, as in faulting() */
 	give_zeroer_a_core();
 	uint64_t early = 0, early_cleared = 0;
@@ -590,6 +614,20 @@ static int unpaid(void)
 	return 0;
 }
 
+/* Block i of a program that grows: 4 MiB by calloc, every page written;
+ * the zeroer given a core at the first. */
+static unsigned char *grown_block(int i)
+{
+	unsigned char *b = calloc(1, 4 * MIB);
+	if (!b)
+		exit(4);
+	if (!i)
+		give_zeroer_a_core();
+	for (size_t k = 0; k < 4 * MIB; k += PAGE)
+		b[k] = 1;
+	return b;
+}
+
 /* The reserve: with HUGEZERO_RESERVE=16M and HUGEZERO_DIRTY_DECAY_MS=300
  * (zeroer.sh), blocks of fresh memory kept one after another are found in
  * memory, the reserve never holds more than its limit, it is gone once the
@@ -600,12 +638,9 @@ static int reserve(void)
 {
 	unsigned char *b[12];
 	uint64_t most = 0;
+	make_room(128 * MIB);
 	for (int i = 0; i < 12; i++) {
-		b[i] = calloc(1, 4 * MIB);
-		if (!i)
-			give_zeroer_a_core();
-		for (size_t k = 0; k < 4 * MIB; k += PAGE)
-			b[i][k] = 1;
+		b[i] = grown_block(i);
 		usleep(40000);
 		uint64_t r = stat("reserve.bytes");
 		most = r > most ? r : most;
@@ -636,6 +671,76 @@ static int reserve(void)
 	printf("reserve at most %llu MiB, %llu hits\n", (unsigned long long)(most >> 20), (unsigned long long)hits);
 	for (int i = 0; i < 12; i++)
 		free(b[i]);
+	return 0;
+}
+
+/* A program that only grows, idle between its blocks (taken fresh, as
+ * in reserve()): the reserve, which would fill above every peak the
+ * program reached itself, never fills, and the peak stays the program's. */
+static int peak(void)
+{
+	unsigned char *b[12];
+	uint64_t grown = 0;
+	for (int i = 0; i < 12; i++) {
+		b[i] = grown_block(i);
+		uint64_t before = peak_rss();
+		usleep(40000); /* idle: the zeroer may work */
+		uint64_t after = peak_rss();
+		grown = after - before > grown ? after - before : grown;
+	}
+	uint64_t populated = stat("background.populated_bytes"), starts = stat("background.starts");
+	if (populated || grown > MIB || !starts) {
+		fprintf(stderr, "zeroer: populated %llu KiB, the peak grew by %llu KiB while idle, %llu starts\n",
+			(unsigned long long)(populated >> 10), (unsigned long long)(grown >> 10),
+			(unsigned long long)starts);
+		return 1;
+	}
+	for (int i = 0; i < 12; i++)
+		free(b[i]);
+	return 0;
+}
+
+static uint64_t rss_now(void)
+{
+	unsigned long size, rss;
+	FILE *f = fopen("/proc/self/statm", "r");
+	if (!f || fscanf(f, "%lu %lu", &size, &rss) != 2)
+		exit(3);
+	fclose(f);
+	return (uint64_t)rss * PAGE;
+}
+
+/* A freed block the program wrote only the first MiB of: the zeroer
+ * clears that MiB and leaves the untouched 31 MiB out of memory (they
+ * read zero already), so the footprint does not grow after the free; the
+ * block taken again by calloc is zero. */
+static int sparse(void)
+{
+	unsigned char *b = malloc(32 * MIB);
+	if (!b)
+		return 1;
+	give_zeroer_a_core();
+	memset(b, 0x77, MIB);
+	free(b);
+	uint64_t before = rss_now();
+	for (int i = 0; i < 100 && stat("background.cleared_bytes") < MIB; i++)
+		usleep(10000);
+	usleep(100000); /* the zeroer may go on meanwhile */
+	uint64_t after = rss_now(), cleared = stat("background.cleared_bytes");
+	uint64_t out = stat("background.not_resident_bytes");
+	unsigned char *c = calloc(1, 32 * MIB);
+	for (size_t k = 0; c && k < 32 * MIB; k++)
+		if (c[k]) {
+			fprintf(stderr, "zeroer: calloc byte %zu is %d\n", k, c[k]);
+			return 1;
+		}
+	if (!c || cleared < MIB || cleared > 4 * MIB || out < 28 * MIB || after > before + 2 * MIB) {
+		fprintf(stderr, "zeroer: cleared %llu KiB, %llu KiB not resident; resident %llu KiB after the free, "
+			"%llu KiB once cleared\n", (unsigned long long)(cleared >> 10), (unsigned long long)(out >> 10),
+			(unsigned long long)(before >> 10), (unsigned long long)(after >> 10));
+		return 1;
+	}
+	free(c);
 	return 0;
 }
 
@@ -697,6 +802,10 @@ int main(int argc, char **argv)
 		return small();
 	if (argc >= 2 && !strcmp(argv[1], "reserve"))
 		return reserve();
+	if (argc >= 2 && !strcmp(argv[1], "sparse"))
+		return sparse();
+	if (argc >= 2 && !strcmp(argv[1], "peak"))
+		return peak();
 	if (argc >= 2 && !strcmp(argv[1], "faulting"))
 		return faulting(argv);
 	if (argc >= 2 && !strcmp(argv[1], "unpaid"))
@@ -707,6 +816,6 @@ int main(int argc, char **argv)
 		return blind(argv);
 	if (argc >= 2 && !strcmp(argv[1], "seccomp"))
 		return seccomp(argv);
-	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | faulting | unpaid | quiet | blind | seccomp\n");
+	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | peak | sparse | faulting | unpaid | quiet | blind | seccomp\n");
 	return 2;
 }

@@ -3,7 +3,8 @@
 # live block changed and every calloc zero while it races 8 threads; fork
 # while it clears; exit while it clears returns at once, also with every
 # core busy; small allocations
-# start no thread; the reserve within its limit and decayed; with
+# start no thread; the reserve within its limit and the program's peak,
+# and decayed; with
 # SCHED_IDLE refused it falls back to nice 19, counted;
 # HUGEZERO_BACKGROUND=0 starts none.
 # Usage: zeroer.sh LIB ZEROER_BINARY
@@ -15,8 +16,14 @@ preloaded "stress: every calloc zero, no live byte changed, 8 threads, 6 s" "$pr
 preloaded "stress with calloc releasing dirty pages (MADV_DONTNEED)" env HUGEZERO_CALLOC_DIRTY=release "$prog" stress 2
 preloaded "fork while clearing: the child's calloc is zero, it has no zeroer until it needs one" "$prog" fork 20
 preloaded "small allocations only: no thread" "$prog" small
-preloaded "the reserve: found in memory, within its limit, gone after the decay, the idle thread ended" \
+preloaded "the reserve (below the program's peak): found in memory, within its limit, gone after the decay, the idle thread ended" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
+# Small fresh pages: on huge ones the first MiB's touch brings in its
+# whole huge page, which the zeroer then rightly clears.
+preloaded "a freed block written in part: only its pages in memory cleared, the rest left out" \
+	env HUGEZERO_FRESH=small HUGEZERO_POPULATE=0 HUGEZERO_RESERVE=0 "$prog" sparse
+preloaded "a program that only grows: no reserve above its peak" \
+	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" peak
 # Small fresh pages, so that every touch is a fault (on huge ones, which
 # fresh memory's measurement may choose, a fault comes every 2 MiB and the
 # reserve rightly fills between them), and no population of the program's
