@@ -1481,6 +1481,15 @@ int hz_je_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*chi
 void hz_small_fork_prepare(void);
 void hz_small_fork_parent(void);
 void hz_small_fork_child(void);
+/* Its madvise (renamed so too), in small_purge.c: MADV_DONTNEED only
+ * where a purge was asked for (hz_small_trim, hz_small_mallctl of an
+ * arena's purge, reset or destruction), so that no thread's exit
+ * releases its arena's pages at once: jemalloc frees them lazily then.
+ * hz_small_purge_started: from the end of jemalloc's start on. */
+int hz_je_madvise(void *p, size_t len, int advice);
+void hz_small_purge_started(void);
+/* jemalloc's mallctl, its arenas' purges releasing at once. */
+int hz_small_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);
 /* Its heap profiling's log, exp and round, libm's functions, and its
  * unwinder's two, libgcc_s's (small_libs.c): so that neither library is
  * loaded for them. */

@@ -89,6 +89,7 @@ int hz_small_start(void)
 	unsigned k;
 	size_t sz = sizeof k;
 	hz_je_mallctl("arenas.narenas", &k, &sz, NULL, 0); /* any call starts it */
+	hz_small_purge_started();
 	return 0;
 }
 
@@ -212,7 +213,7 @@ void hz_small_trim(void)
 		return;
 	}
 	size_t before = held();
-	hz_je_mallctl("arena." HZ_JE_ARENAS_ALL ".purge", NULL, NULL, NULL, 0);
+	hz_small_mallctl("arena." HZ_JE_ARENAS_ALL ".purge", NULL, NULL, NULL, 0);
 	size_t after = held();
 	if (before > after)
 		__atomic_fetch_add(&trimmed, (uint64_t)(before - after) * get_size("arenas.page"), __ATOMIC_RELAXED);

@@ -71,6 +71,7 @@ struct bench_mode {
 			       dladdr((void *)malloc, &di_) && di_.dli_fname ? di_.dli_fname : "?");      \
 			printf("%s %.3f\n", (modes)[m_].name, (modes)[m_].fn(ops_));                     \
 			printf("peak_rss_kib %ld\n", peak_rss_kib());                                    \
+			printf("minor_faults %ld\n", minor_faults());                                    \
 			return 0;                                                                        \
 		}                                                                                        \
 		fprintf(stderr, "usage: %s", program_invocation_short_name);                             \
@@ -124,5 +125,12 @@ static inline long peak_rss_kib(void)
 		kib = ru.ru_maxrss;
 	}
 	return kib;
+}
+
+/* The process's minor page faults so far (its threads', joined or not). */
+static inline long minor_faults(void)
+{
+	struct rusage ru;
+	return getrusage(RUSAGE_SELF, &ru) ? -1 : ru.ru_minflt;
 }
 #endif

@@ -24,9 +24,15 @@
  *                              batches of 100, freeing 90 of each batch at
  *                              once and leaking 10 (a steady leak); ns per
  *                              block
+ *   threads_bench mixed OPS    4 threads sharing 512 slots: per op a block
+ *                              of 8 B to 4 MiB (log-uniform: every octave
+ *                              as likely) is taken, its pages written,
+ *                              and swapped into a random slot; the block
+ *                              found there, most often another thread's,
+ *                              is checked and freed; ns per op
  *
  * Output, one "key value" line each: malloc_from OBJECT, "MODE VALUE",
- * peak_rss_kib N. Exit status 1 and a message when an allocation fails or
+ * peak_rss_kib N, minor_faults N. Exit status 1 and a message when an allocation fails or
  * a block's bytes are not what its thread wrote. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -209,9 +215,46 @@ static double leak(long ops)
 	return on_workers(2, leak_main, ops);
 }
 
+/* ---- mixed: blocks of every size, freed by other threads ---- */
+
+#define MIXED_SLOTS 512
+static unsigned char *mixed_slot[MIXED_SLOTS];
+
+/* A block's first 4 bytes hold its size (from 8 B up) and its last
+ * byte the size's low byte: the thread that frees it checks both. */
+static void *mixed_main(void *arg)
+{
+	struct worker *w = arg;
+	for (long i = 0; i < w->ops; i++) {
+		uint32_t n = (uint32_t)log_uniform(&w->rng, 3, 22);
+		unsigned char *p = get(n, (unsigned char)n);
+		for (size_t k = 4096; k < n; k += 4096)
+			p[k] = 1;
+		memcpy(p, &n, 4);
+		unsigned char *old = __atomic_exchange_n(&mixed_slot[xorshift(&w->rng) % MIXED_SLOTS], p,
+							 __ATOMIC_ACQ_REL);
+		if (old) {
+			uint32_t m;
+			memcpy(&m, old, 4);
+			if (m < 8 || m >= (1u << 22) || old[m - 1] != (unsigned char)m)
+				die("a block's bytes changed");
+			free(old);
+		}
+	}
+	return NULL;
+}
+
+static double mixed(long ops)
+{
+	double ns = on_workers(4, mixed_main, ops);
+	for (size_t k = 0; k < MIXED_SLOTS; k++)
+		free(mixed_slot[k]);
+	return ns;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct bench_mode modes[] = {
-		{"server", server}, {"scratch", scratch}, {"grow", grow}, {"leak", leak}};
+		{"server", server}, {"scratch", scratch}, {"grow", grow}, {"leak", leak}, {"mixed", mixed}};
 	BENCH_MAIN(modes, sizeof modes / sizeof modes[0], argc, argv);
 }

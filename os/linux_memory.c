@@ -254,6 +254,12 @@ int hz_os_dontneed(void *p, size_t size)
 	return hz_os_status(syscall(SYS_madvise, p, size, MADV_DONTNEED), saved);
 }
 
+int hz_os_advise(void *p, size_t size, int advice)
+{
+	int saved = errno;
+	return hz_os_status(syscall(SYS_madvise, p, size, advice), saved);
+}
+
 int hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst, void **out)
 {
 	int saved = errno;

@@ -98,6 +98,9 @@ int hz_os_guard(void *p, size_t size, int on);
 int hz_os_pages_exclusive(const void *p, size_t n, uint64_t out[8]);
 /* Releases [p, p+size) (MADV_DONTNEED): the range reads as zero after. */
 int hz_os_dontneed(void *p, size_t size);
+/* madvise(p, size, advice) as asked, for the embedded jemalloc's own
+ * advice: 0, or the errno (errno itself untouched). */
+int hz_os_advise(void *p, size_t size, int advice);
 /* Moves or grows a mapping without copying bytes (mremap MAYMOVE, or to
  * the fixed address dst when dst is not NULL); the new place at *out. */
 int hz_os_remap(void *p, size_t old_size, size_t new_size, void *dst, void **out);

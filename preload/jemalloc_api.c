@@ -97,7 +97,7 @@ HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 		return hz_small_ctl.mallctl(name, oldp, oldlenp, newp, newlen);
 	if (hz_small_tables_back())
 		return EAGAIN;
-	return hz_je_mallctl(name, oldp, oldlenp, newp, newlen);
+	return hz_small_mallctl(name, oldp, oldlenp, newp, newlen);
 }
 
 HZ_EXPORT int mallctlnametomib(const char *name, size_t *mibp, size_t *miblenp)

@@ -14,6 +14,8 @@ map=$out.syms
 echo "memset hz_je_memset" >>"$map"
 # Its fork handlers are run by hugezero's, in their place (allocator/small_fork.c).
 echo "pthread_atfork hz_je_pthread_atfork" >>"$map"
+# Its MADV_DONTNEED only where a purge was asked for (allocator/small_purge.c).
+echo "madvise hz_je_madvise" >>"$map"
 # Its profiling's log, exp, round and unwinder are hugezero's
 # (allocator/small_libs.c): no libm, no libgcc_s.
 echo "log hz_je_log" >>"$map"

@@ -6,12 +6,17 @@
  *   zero. Prints the resident kB after the trim.
  * release threads T N: T threads each take and write N blocks of 2 MiB,
  *   wait for each other, and free them (no trim). Prints the resident kB
- *   once all have freed, and the resident kB before any block was taken. */
+ *   once all have freed, and the resident kB before any block was taken.
+ * release generations G: G generations of 4 threads, one after the
+ *   other, each thread taking, writing and freeing 400 blocks of 64 KiB,
+ *   100 live at once. Prints the page faults of the first generation and
+ *   of all the others together. */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -70,8 +75,50 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+#define GEN_BLOCK ((size_t)64 << 10)
+
+static void *generation_main(void *arg)
+{
+	unsigned char *live[100] = {0};
+	(void)arg;
+	for (int i = 0; i < 400; i++) {
+		free(live[i % 100]);
+		live[i % 100] = malloc(GEN_BLOCK);
+		if (!live[i % 100])
+			exit(4);
+		memset(live[i % 100], i, GEN_BLOCK);
+	}
+	for (int i = 0; i < 100; i++)
+		free(live[i]);
+	return NULL;
+}
+
+static long minor_faults(void)
+{
+	struct rusage u;
+	if (getrusage(RUSAGE_SELF, &u))
+		exit(3);
+	return u.ru_minflt;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[1], "generations")) {
+		int g = atoi(argv[2]);
+		long first = 0, start = minor_faults();
+		for (int k = 0; k < g; k++) {
+			pthread_t th[4];
+			for (int i = 0; i < 4; i++)
+				if (pthread_create(&th[i], NULL, generation_main, NULL))
+					return 2;
+			for (int i = 0; i < 4; i++)
+				pthread_join(th[i], NULL);
+			if (!k)
+				first = minor_faults() - start;
+		}
+		printf("%ld %ld\n", first, minor_faults() - start - first);
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "purge")) {
 		size_t n = strtoul(argv[2], NULL, 10);
 		void **p = take(n, 0);
@@ -98,6 +145,6 @@ int main(int argc, char **argv)
 		printf("%ld %ld\n", resident_kb(), before);
 		return 0;
 	}
-	fprintf(stderr, "usage: release purge N | release threads T N\n");
+	fprintf(stderr, "usage: release purge N | release threads T N | release generations G\n");
 	return 2;
 }

@@ -4,7 +4,8 @@
 # system calls, counted by strace (one batch for many blocks, never one
 # call a block), and every page of them is released; the blocks taken
 # again by calloc read zero. Free memory kept for reuse is one budget for
-# the process, however many arenas its threads use. Each case runs under
+# the process, however many arenas its threads use, and a thread's exit
+# releases nothing the next thread takes again. Each case runs under
 # glibc first: the case, not the library, is what is tested.
 # Usage: release.sh LIB RELEASE_BINARY
 set -u
@@ -50,5 +51,20 @@ for who in glibc hugezero; do
 	# The budget, and 16 MiB for the threads' stacks and metadata.
 	if [ "$kept" -le $((64 + 16)) ]; then ok "$who: four arenas keep $kept MiB (budget 64 MiB)"
 	else bad "$who: four arenas keep $kept MiB (budget 64 MiB for the process)"; fi
+done
+# Threads that come and go: each generation's arenas are the next one's,
+# their free pages kept, not released when the last thread of an arena
+# exits and faulted in again (the embedded jemalloc's purge at a thread's
+# exit). Nine generations after the first fault in less than one did.
+for who in glibc hugezero; do
+	pre=; [ $who = hugezero ] && pre=$lib
+	if ! out=$(env LD_PRELOAD=$pre "$prog" generations 10 2>&1); then
+		bad "$who: ten generations of threads: $out"
+		continue
+	fi
+	read -r first later <<<"$out"
+	if [ $who = glibc ]; then ok "$who: ten generations of threads ($first faults, then $later)"
+	elif [ "$later" -lt "$first" ]; then ok "$who: nine generations after the first: $later faults (the first $first)"
+	else bad "$who: nine generations after the first: $later faults (the first $first): arenas released at thread exit"; fi
 done
 finish
