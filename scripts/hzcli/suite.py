@@ -113,6 +113,8 @@ CASES = [
     ("scratch", "ns", bench_case("threads_bench", "scratch", "200000")),
     ("grow", "ns", bench_case("threads_bench", "grow", "2000000")),
     ("leak", "ns", bench_case("threads_bench", "leak", "4000000")),
+    # 4 threads, 8 B to 4 MiB, most blocks freed by another thread.
+    ("mixed", "ns", bench_case("threads_bench", "mixed", "400000")),
     ("memset 0", "ns", bench_case("churn_bench", "memset0", "20000000")),
     ("memset varying", "ns", bench_case("churn_bench", "memsetv", "20000000")),
     # Fresh memory: a first touch of every page, of 1% of them, and a
