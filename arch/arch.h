@@ -82,6 +82,10 @@ extern struct hz_cpu hz_cpu;
 /* Fills vendor, features, cpuid (and zva_block) and the predicates' state.
  * Runs once, single-threaded, from hz_engine_setup. */
 void hz_cpu_detect(struct hz_cpu *cpu);
+/* A counter that only grows, at a steady rate (the time-stamp counter,
+ * the virtual counter), read without a system call; 0 where there is
+ * none, and then nothing is learnt (learn.c). */
+uint64_t hz_arch_ticks(void);
 
 /* ---- per arch: arch/<cpu>/front.c: the small-size memset front ends ---- */
 
@@ -136,6 +140,7 @@ struct hz_policy {
 	uint8_t fill[HZ_TIERS]; /* kernel index for c != 0 */
 	uint8_t zero[HZ_TIERS]; /* kernel index for c == 0 */
 	uint8_t near;           /* cache-allocating kernel of hinted clears */
+	uint8_t learn;          /* from HZ_LEARN_MIN the tier 1/2 choice is learnt (learn.c) */
 };
 
 struct hz_policy_cfg {
@@ -170,6 +175,41 @@ static inline unsigned hz_policy_pick(const struct hz_policy *pol, int c, size_t
 static inline void hz_fill(unsigned k, void *p, int c, size_t n)
 {
 	hz_kernels[k].fill(p, c, n);
+}
+
+/* ---- arch/learn.c: the streaming tier's boundary, measured ---- */
+
+/* From this size the policy (where it learns: hz_policy.learn, unless the
+ * configuration fixed the kernels or the thresholds) takes, for each
+ * half-octave size class, the kernel that has cost it least so far,
+ * timed as the fills run, among its arms: tier 1's kernel (cached
+ * stores), tier 2's, and for zero fills where tier 2's is a zero-only one
+ * (CLZERO, DC ZVA) also tier 2's streaming stores. */
+#define HZ_LEARN_MIN ((size_t)4 << 20)
+#define HZ_LEARN_CLASSES 17 /* 4 MiB, 6 MiB, 8 MiB, 12 MiB, ... 1 GiB and up */
+#define HZ_LEARN_ARMS 3
+struct hz_learn {
+	uint32_t calls;
+	uint32_t last;                /* the arm of the class's last fill, plus 1; 0: none */
+	uint32_t n[HZ_LEARN_ARMS];    /* samples of each arm */
+	uint32_t cost[HZ_LEARN_ARMS]; /* its ticks per KiB, a moving average; 0: none yet */
+};
+/* [0] zero fills, [1] the others. */
+extern struct hz_learn hz_learn[2][HZ_LEARN_CLASSES];
+/* The kernel of arm a for fill byte c (a >= hz_learn_arms(c): none). */
+unsigned hz_learn_kernel(int c, int a);
+int hz_learn_arms(int c);
+/* Which arm a fill of (c, n) takes. */
+int hz_learn_arm(int c, size_t n);
+/* What it cost, in hz_arch_ticks. */
+void hz_learn_record(int c, size_t n, int arm, uint64_t ticks);
+/* Fills [p, p+n) with the kernel the class has found cheaper (or is
+ * trying), timed; returns the kernel's index. */
+unsigned hz_learn_fill(void *p, int c, size_t n);
+/* Whether (c, n) is a fill the policy learns for. */
+static inline int hz_learns(size_t n)
+{
+	return n >= HZ_LEARN_MIN && hz_policy.learn;
 }
 
 /* ---- arch/cache.c (portable: Linux sysfs and reconciliation) ---- */

@@ -8,7 +8,7 @@
 #include "arch.h"
 
 struct hz_cpu hz_cpu;
-struct hz_policy hz_policy = {{SIZE_MAX, SIZE_MAX, SIZE_MAX}, {0, 0, 0}, {0, 0, 0}, 0};
+struct hz_policy hz_policy = {{SIZE_MAX, SIZE_MAX, SIZE_MAX}, {0, 0, 0}, {0, 0, 0}, 0, 0};
 int hz_memset_widest_ok;
 
 void *hz_fill_uncounted(void *p, int c, size_t n)

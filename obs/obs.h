@@ -110,6 +110,10 @@ static inline void hz_count_kernel(unsigned k, size_t n)
  * memset, calloc and the public clears alike. */
 static inline void *hz_fill_counted(void *p, int c, size_t n)
 {
+	if (hz_learns(n)) {
+		hz_count_kernel(hz_learn_fill(p, c, n), n);
+		return p;
+	}
 	unsigned k = hz_policy_pick(&hz_policy, c, n);
 	hz_count_kernel(k, n);
 	hz_fill(k, p, c, n);

@@ -7,6 +7,13 @@
 
 size_t hz_zva_block;
 
+uint64_t hz_arch_ticks(void)
+{
+	uint64_t t;
+	__asm__ volatile("isb; mrs %0, cntvct_el0" : "=r"(t));
+	return t;
+}
+
 void hz_cpu_detect(struct hz_cpu *cpu)
 {
 	strcpy(cpu->vendor, "arm64");

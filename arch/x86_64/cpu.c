@@ -47,6 +47,11 @@ static void cache_cpuid(uint32_t features, struct hz_cache_sizes *out)
 	}
 }
 
+uint64_t hz_arch_ticks(void)
+{
+	return __builtin_ia32_rdtsc();
+}
+
 void hz_cpu_detect(struct hz_cpu *cpu)
 {
 	struct hz_cpuid v = hz_cpuid(0, 0);

@@ -1,0 +1,124 @@
+/* The streaming tier's boundary, learnt (arch/learn.c): every arm tried
+ * first, in runs; a sample only after a fill of the same arm; the
+ * cheaper arm taken, the cached one kept unless another costs a tenth
+ * less; another tried now and then; half-octave classes apart; zero
+ * fills with a zero-only kernel get a third arm; a fill runs the arm's
+ * kernel and writes every byte. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "../../arch/arch.h"
+
+#define MiB ((size_t)1 << 20)
+
+/* A policy whose tiers 1 and 2 are distinct kernels (the first two of the
+ * table after the portable one, or the portable one twice on a table of
+ * one), learning; the table cleared. */
+static void setup(void)
+{
+	memset(hz_learn, 0, sizeof hz_learn);
+	hz_policy = (struct hz_policy){{16384, SIZE_MAX, SIZE_MAX}, {0, 0, 1}, {0, 0, 1}, 0, 1};
+	if (hz_nkernels < 2)
+		cr_skip_test("one kernel only");
+}
+
+/* n fills of the class of size, arm as hz_learn_arm says, costing
+ * cost[arm] ticks per KiB; returns how many took arm 1. */
+static int run(int c, size_t size, int n, const uint64_t *cost)
+{
+	int ones = 0;
+	for (int i = 0; i < n; i++) {
+		int a = hz_learn_arm(c, size);
+		ones += a == 1;
+		hz_learn_record(c, size, a, cost[a] * (size >> 10));
+	}
+	return ones;
+}
+
+Test(learn, every_arm_tried_first_in_runs, .init = setup)
+{
+	int seen[2] = {0, 0};
+	for (int i = 0; i < 8; i++) {
+		int a = hz_learn_arm(1, 8 * MiB);
+		cr_assert_eq(a, i / 4, "call %d took arm %d: runs of 4", i, a);
+		seen[a]++;
+		hz_learn_record(1, 8 * MiB, a, 1000);
+	}
+	cr_assert_eq(hz_learn[1][2].n[0], 3, "the first of a run is not a sample");
+	cr_assert_eq(hz_learn[1][2].n[1], 3);
+}
+
+Test(learn, the_cheaper_arm_taken, .init = setup)
+{
+	const uint64_t stream_cheaper[2] = {200, 100}, cached_cheaper[2] = {100, 200};
+	run(1, 64 * MiB, 8, stream_cheaper);
+	int ones = run(1, 64 * MiB, 1000, stream_cheaper);
+	cr_assert_geq(ones, 990, "streaming half the cost: %d of 1000", ones);
+	cr_assert_lt(ones, 1000, "another arm tried now and then");
+	run(1, 32 * MiB, 8, cached_cheaper);
+	ones = run(1, 32 * MiB, 1000, cached_cheaper);
+	cr_assert_leq(ones, 10, "cached half the cost: %d of 1000 streamed", ones);
+	cr_assert_gt(ones, 0);
+}
+
+Test(learn, the_cached_arm_kept_within_a_tenth, .init = setup)
+{
+	const uint64_t close[2] = {100, 95};
+	run(0, 16 * MiB, 8, close);
+	int ones = run(0, 16 * MiB, 1000, close);
+	cr_assert_leq(ones, 20, "5%% cheaper is not enough: %d of 1000", ones);
+}
+
+Test(learn, a_change_is_seen, .init = setup)
+{
+	const uint64_t before[2] = {100, 300}, after[2] = {300, 100};
+	run(1, 128 * MiB, 500, before);
+	cr_assert_eq(run(1, 128 * MiB, 100, before) < 5, 1);
+	int ones = 0;
+	for (int k = 0; k < 20 && ones < 50; k++)
+		ones = run(1, 128 * MiB, 100, after);
+	cr_assert_geq(ones, 50, "the streaming arm took over once it got cheaper");
+}
+
+Test(learn, classes_apart, .init = setup)
+{
+	const uint64_t stream_cheaper[2] = {200, 100};
+	run(1, 96 * MiB, 500, stream_cheaper);
+	cr_assert_eq(hz_learn[1][8].n[0] + hz_learn[1][8].n[1], 0, "64 MiB is a class of its own");
+	cr_assert_gt(hz_learn[1][9].n[1], 0, "96 MiB's");
+	cr_assert_eq(hz_learn_arm(1, 64 * MiB), 0, "a new class starts with the cached arm");
+	cr_assert_eq(hz_learn[0][9].calls, 0, "zero fills apart");
+}
+
+Test(learn, zero_only_kernel_a_third_arm, .init = setup)
+{
+	int z = -1;
+	for (unsigned k = 0; k < hz_nkernels; k++)
+		if (hz_kernels[k].flags & HZ_K_ZERO_ONLY && hz_kernel_usable(k))
+			z = (int)k;
+	if (z < 0)
+		cr_skip_test("no zero-only kernel on this CPU");
+	hz_policy.zero[2] = (uint8_t)z;
+	cr_assert_eq(hz_learn_arms(0), 3);
+	cr_assert_eq(hz_learn_arms(1), 2);
+	cr_assert_eq(hz_learn_kernel(0, 1), (unsigned)z);
+	cr_assert_eq(hz_learn_kernel(0, 2), hz_policy.fill[2]);
+}
+
+Test(learn, a_fill_writes_every_byte, .init = setup)
+{
+	size_t n = 4 * MiB + 100;
+	unsigned char *b = malloc(n + 2);
+	cr_assert_not_null(b);
+	for (int i = 0; i < 12; i++) {
+		memset(b, 0xee, n + 2);
+		unsigned k = hz_learn_fill(b + 1, 0x5a, n);
+		cr_assert(k == hz_policy.fill[1] || k == hz_policy.fill[2]);
+		cr_assert_eq(b[0], 0xee);
+		cr_assert_eq(b[n + 1], 0xee);
+		for (size_t j = 1; j <= n; j++)
+			if (b[j] != 0x5a)
+				cr_assert_fail("byte %zu is %d after fill %d", j, b[j], i);
+	}
+	free(b);
+}
