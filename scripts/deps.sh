@@ -9,6 +9,9 @@ pkgs=(build-essential cmake pkg-config libjemalloc-dev libunwind-dev libcriterio
       # redis-benchmark)
       python3 python3-numpy sqlite3 redis-server redis-tools postgresql-15
       openjdk-17-jdk-headless zstd xz-utils
+      # the suite's MariaDB cases: mariadbd and mariadb-install-db
+      # (mariadb-server), mariadb-admin (mariadb-client), the sysbench load
+      mariadb-server mariadb-client sysbench
       # the other allocators the benchmarks compare against, GNU time for
       # the workload suite's peak RSS
       time

@@ -1,9 +1,10 @@
 """What the suites share (suite.py, the workload suite; real.py, the
 real-program suite; idle.py, the idle-gap benchmark): the allocators and
 their preloads, a scratch directory, programs run with their minor faults
-and peak RSS, servers (redis, PostgreSQL) started on free local ports and
-always stopped, the faults and peak RSS of a server's load, the alternated
-rounds, medians, and the CSV and table formats."""
+and peak RSS, servers (redis on a free local port, PostgreSQL and MariaDB
+on unix sockets) started and always stopped, the faults and peak RSS of a
+server's load, the alternated rounds, medians, and the CSV and table
+formats."""
 import contextlib
 import csv
 import os
@@ -426,6 +427,79 @@ def postgres_server(ctx, alloc, data, options=()):
         with contextlib.suppress(OSError, ValueError):
             pid = pid or postmaster()
         stop(srv, pid, signal.SIGINT)  # SIGINT: the postmaster's fast shutdown
+
+
+# ---- MariaDB, as root (its --user=root) ----
+
+MARIADBD = "/usr/sbin/mariadbd"
+
+
+def mariadb_install_db(data):
+    """A new MariaDB data directory in data, its system tables only (no
+    test database); root connects without a password."""
+    subprocess.run(["mariadb-install-db", "--no-defaults", "--datadir=" + data, "--user=root",
+                    "--auth-root-authentication-method=normal", "--skip-test-db"],
+                   check=True, capture_output=True)
+
+
+class Maria:
+    """A running MariaDB server: its pid, and the command lines of its
+    clients (mariadb, mariadb-admin, sysbench's options), which run as
+    root, not preloaded."""
+
+    def __init__(self, sock, pid):
+        self.sock, self.pid = sock, pid
+
+    def client(self, prog="mariadb"):
+        return [prog, "--no-defaults", "--socket=" + self.sock, "--user=root"]
+
+    def sysbench(self, db="sbtest"):
+        """sysbench's options for a connection to the database db."""
+        return ["--db-driver=mysql", "--mysql-socket=" + self.sock, "--mysql-user=root", "--mysql-db=" + db]
+
+    def query(self, sql, db=""):
+        """sql's rows as lists of strings (the client's batch output, no
+        column names)."""
+        out = subprocess.run(self.client() + ["--batch", "--skip-column-names", "-e", sql] + ([db] if db else []),
+                             check=True, capture_output=True, text=True, timeout=600).stdout
+        return [l.split("\t") for l in out.splitlines() if l]
+
+    def status(self, name):
+        """The server's global status variable name, an int."""
+        rows = self.query("show global status like '%s'" % name)
+        if len(rows) != 1:
+            raise RuntimeError("no status variable %s" % name)
+        return int(rows[0][1])
+
+
+@contextlib.contextmanager
+def mariadb_server(ctx, alloc, data, options=()):
+    """mariadbd under alloc on the data directory data, on a unix socket
+    in data's directory only (no TCP), its pid file and error log there
+    too: a 256 MiB sort buffer, a 128 MiB buffer pool neither loaded at
+    start nor saved at shutdown (every run starts on the same cold pool),
+    the redo log not flushed at each commit (no disk in the figures, as
+    PostgreSQL's fsync=off); options added. Yields a Maria. Always stopped
+    (mariadb-admin shutdown, then killed)."""
+    d = os.path.dirname(data)
+    sock = os.path.join(d, "mariadb.sock")
+    srv = subprocess.Popen([MARIADBD, "--no-defaults", "--datadir=" + data, "--socket=" + sock,
+                            "--skip-networking", "--user=root", "--pid-file=" + os.path.join(d, "mariadb.pid"),
+                            "--log-error=" + os.path.join(d, "mariadb.err"), "--sort-buffer-size=256M",
+                            "--innodb-buffer-pool-size=128M", "--innodb-buffer-pool-load-at-startup=0",
+                            "--innodb-buffer-pool-dump-at-shutdown=0", "--innodb-flush-log-at-trx-commit=0"]
+                           + list(options), env=ctx.env(alloc), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = Maria(sock, srv.pid)
+    ping = db.client("mariadb-admin") + ["ping"]
+    try:
+        ready(srv, "mariadbd", lambda: subprocess.run(ping, capture_output=True).returncode == 0)
+        yield db
+    finally:
+        if srv.poll() is None:  # mariadb-admin waits for the server's pid file to go
+            with contextlib.suppress(OSError, subprocess.SubprocessError):
+                subprocess.run(db.client("mariadb-admin") + ["--shutdown-timeout=30", "shutdown"],
+                               capture_output=True, timeout=60)
+        stop(srv, grace=10)
 
 
 # ---- the rounds ----

@@ -9,6 +9,10 @@ per second, transactions per second, seconds; higher or lower is better as
 the case says), the minor page faults of the processes it measures and
 their peak RSS, and checks the program's answer: a wrong one fails the run,
 which the raw CSV records (the suite goes on, and exits 1 at the end).
+A server (redis, PostgreSQL, MariaDB) is started for every run (the
+databases on a copy of a data directory made once per suite) and always
+stopped; its clients (redis-benchmark, pgbench, psql, sysbench, mariadb)
+run without the preload.
 A program runs through GNU time: its faults and peak RSS are its own and
 those of the descendants it waited for. A server's faults are those of the
 load only (its processes', alive or reaped, read from /proc before and
@@ -27,8 +31,9 @@ import tempfile
 import time
 
 from . import plot
-from .harness import (ALLOCS, HZ_HARDENED, Ctx, Load, alternate, bench_output, fmt, initdb, median, pg_dir,
-                      postgres_server, ratio, redis_server, run_program, sort_input, write_csv)
+from .harness import (ALLOCS, HZ_HARDENED, MARIADBD, Ctx, Load, alternate, bench_output, fmt, initdb,
+                      mariadb_install_db, mariadb_server, median, pg_dir, postgres_server, ratio, redis_server,
+                      run_program, sort_input, write_csv)
 
 PEERS = ALLOCS[:-1]
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -233,6 +238,91 @@ def check_sorted(path, count, total):
     checked(all(a <= b for a, b in zip(v, v[1:])), "rows out of order")
 
 
+# ---- MariaDB: a copy of one template data directory per run ----
+
+# sysbench's tables: 4 of 50000 rows, 22 MiB each with their index, all in
+# the 128 MiB buffer pool during the oltp load (as t's 60 MiB in the sort's)
+SYSBENCH_TABLES = ["--tables=4", "--table-size=50000"]
+# the queries of the sort case: each sorts t in a buffer of its own
+MARIA_SORTS = 3
+
+
+def maria_template(ctx):
+    """A data directory made once per suite (no preload): in the database
+    sbtest, sysbench's oltp tables (SYSBENCH_TABLES, prepared without
+    prewarm) and t, 2 million rows of an id and a random int k."""
+    data = tempfile.mkdtemp(dir=ctx.tmp) + "/data"
+    mariadb_install_db(data)
+    with mariadb_server(ctx, "glibc", data) as db:
+        db.query("create database sbtest")
+        subprocess.run(["sysbench", "oltp_read_write"] + db.sysbench() + SYSBENCH_TABLES + ["prepare"],
+                       check=True, capture_output=True, timeout=600)
+        # seq_1_to_N: MariaDB's sequence engine; rand(25): the same k every suite
+        db.query("create table t (id int primary key, k int not null) "
+                 "select seq id, floor(rand(25) * 1e9) k from seq_1_to_2000000", "sbtest")
+        db.query("analyze table t", "sbtest")
+    return data
+
+
+def maria_case(load):
+    """MariaDB under the allocator on a copy of the template data
+    directory, started for this run: load(db, dir)'s result."""
+    def run(ctx, alloc):
+        template = ctx.once("mariadb", maria_template)
+        d = tempfile.mkdtemp(dir=ctx.tmp)
+        try:
+            subprocess.run(["cp", "-a", template, d + "/data"], check=True)
+            with mariadb_server(ctx, alloc, d + "/data") as db:
+                mapped(db.pid, ctx, alloc)
+                return load(db, d)
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+    return run
+
+
+def sysbench_rw(db, d):
+    """sysbench (not preloaded) oltp_read_write, 4 threads, 10 s, its
+    random numbers seeded the same every run: tps. Checked: transactions
+    done, no error ignored, and every table still has its rows (each
+    transaction deletes one row and inserts it back)."""
+    with Load(db.pid) as load:
+        p = subprocess.run(["sysbench", "oltp_read_write"] + db.sysbench() + SYSBENCH_TABLES +
+                           ["--threads=4", "--time=10", "--rand-seed=1", "run"],
+                           capture_output=True, text=True, timeout=120)
+    checked(p.returncode == 0, "sysbench: exit %d: %s" % (p.returncode, (p.stdout + p.stderr)[-300:]))
+    done = re.search(r"^\s*transactions:\s+(\d+)\s+\(([0-9.]+) per sec\.\)", p.stdout, re.M)
+    errors = re.search(r"^\s*ignored errors:\s+(\d+)", p.stdout, re.M)
+    checked(done and int(done.group(1)) > 0 and errors and errors.group(1) == "0", "sysbench: %s" % p.stdout[-400:])
+    rows = db.query("select " + ", ".join("(select count(*) from sbtest%d)" % i for i in range(1, 5)), "sbtest")[0]
+    checked(rows == ["50000"] * 4, "sysbench: the tables have %s rows, not 50000 each" % rows)
+    return dict(value=float(done.group(2)), faults=load.faults, rss_kib=load.rss_kib)
+
+
+def maria_order_by(db, d):
+    """The mariadb client (not preloaded) fetching t's 2 million k ordered
+    into a file, MARIA_SORTS times in a row: seconds of them all. Each
+    query is one sort in the server, in a sort buffer of about 84 MiB (of
+    the 256 MiB allowed) allocated for it and freed after it, so that the
+    later ones show what the allocator does with a large block given back.
+    Checked: each file has every row, in order, and their sum; the server
+    made no merge pass (every sort stayed in its buffer)."""
+    merges = db.status("Sort_merge_passes")
+    outs = [os.path.join(d, "sorted%d" % i) for i in range(MARIA_SORTS)]
+    with Load(db.pid) as load:
+        t0 = time.perf_counter()
+        for out in outs:
+            with open(out, "w") as f:
+                subprocess.run(db.client() + ["--batch", "--skip-column-names", "--quick", "-e",
+                                              "select k from t order by k", "sbtest"],
+                               stdout=f, stderr=subprocess.PIPE, check=True, timeout=600)
+        seconds = time.perf_counter() - t0
+    count, total = (int(v) for v in db.query("select count(*), sum(k) from t", "sbtest")[0])
+    for out in outs:
+        check_sorted(out, count, total)
+    checked(db.status("Sort_merge_passes") == merges, "mariadb: a sort merged, it did not fit its buffer")
+    return dict(value=seconds, faults=load.faults, rss_kib=load.rss_kib)
+
+
 # ---- other programs ----
 
 NUMPY = ("import time\nimport numpy as np\nt0 = time.perf_counter()\ns = 0.0\n"
@@ -408,6 +498,10 @@ def sort_case(ctx, alloc):
     return dict(value=wall, faults=faults, rss_kib=rss)
 
 
+# the MariaDB cases' server, its data directory's maker, its clients
+MARIADB = (MARIADBD, "mariadb-install-db", "mariadb-admin", "mariadb", "sysbench")
+
+
 def case(name, unit, higher, run, native="glibc", needs=()):
     return Case(name, unit, higher, run, native, tuple(needs))
 
@@ -419,6 +513,8 @@ CASES = ([case("redis %s %dKB" % (op, size // 1000), "req/s", True, redis_case(o
     case("calloc+touch 32M", "ms", False, calloc_touch, needs=("bench/alloc_bench",)),
     case("pgbench", "tps", True, pg_case(pgbench), needs=("postgres",)),
     case("pg ORDER BY 2M", "s", False, pg_case(order_by, ("-c", "work_mem=256MB")), needs=("postgres",)),
+    case("mariadb oltp_read_write", "tps", True, maria_case(sysbench_rw), needs=MARIADB),
+    case("mariadb sort", "s", False, maria_case(maria_order_by), needs=MARIADB),
     case("numpy 20x128M", "s", False, numpy_case, needs=(PYTHON,)),
     case("sqlite3 zeroblob", "s", False, sqlite_case, needs=("sqlite3",)),
     case("zstd -19", "s", False, compress_case("zstd", "-19"), needs=("zstd",)),
