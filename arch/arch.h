@@ -153,6 +153,8 @@ struct hz_policy_cfg {
 	const char *medium;      /* kernel for tier 1, or NULL */
 	const char *large;       /* kernel for tier 2, or NULL */
 	const char *near;        /* kernel of hinted clears' neighbourhood, or NULL */
+	int learn;               /* 0: never learn (learn.c): where the library cannot see the
+				  * program turn the time-stamp counter off */
 };
 
 /* The policy in use: the portable kernel everywhere until setup. */
@@ -206,10 +208,14 @@ void hz_learn_record(int c, size_t n, int arm, uint64_t ticks);
 /* Fills [p, p+n) with the kernel the class has found cheaper (or is
  * trying), timed; returns the kernel's index. */
 unsigned hz_learn_fill(void *p, int c, size_t n);
+/* From now on nothing is learnt, and no fill reads the ticks: before the
+ * calling thread may lose its time-stamp counter (strict seccomp,
+ * PR_SET_TSC), where reading it would kill the thread. */
+void hz_learn_stop(void);
 /* Whether (c, n) is a fill the policy learns for. */
 static inline int hz_learns(size_t n)
 {
-	return n >= HZ_LEARN_MIN && hz_policy.learn;
+	return n >= HZ_LEARN_MIN && __atomic_load_n(&hz_policy.learn, __ATOMIC_RELAXED);
 }
 
 /* ---- arch/cache.c (portable: Linux sysfs and reconciliation) ---- */

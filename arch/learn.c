@@ -91,6 +91,11 @@ void hz_learn_record(int c, size_t n, int arm, uint64_t ticks)
 	__atomic_fetch_add(&l->n[arm], 1, __ATOMIC_RELAXED);
 }
 
+void hz_learn_stop(void)
+{
+	__atomic_store_n(&hz_policy.learn, 0, __ATOMIC_SEQ_CST);
+}
+
 unsigned hz_learn_fill(void *p, int c, size_t n)
 {
 	int arm = hz_learn_arm(c, n);

@@ -104,7 +104,7 @@ static void init(void)
 			hz_os_log("HUGEZERO_MODE=off: memset and the malloc family are glibc's", NULL, NULL);
 		return;
 	}
-	hz_options_start_engine();
+	hz_options_start_engine(hz_sees_jumps);
 	configure_ab();
 	configure_callsites();
 	if (verbose)

@@ -218,7 +218,7 @@ const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap)
 
 #define V(o) hz_option(HZ_OPT_##o)
 
-void hz_options_start_engine(void)
+void hz_options_start_engine(int learn)
 {
 	struct hz_engine_cfg cfg = {
 		.policy = {
@@ -231,6 +231,7 @@ void hz_options_start_engine(void)
 			.medium = V(KERNEL_MEDIUM)->str,
 			.large = V(KERNEL_LARGE)->str,
 			.near = V(KERNEL_NEAR)->str,
+			.learn = learn,
 		},
 		.l2_size = V(L2_SIZE)->size,
 		.l3_size = V(L3_SIZE)->size,
@@ -285,6 +286,6 @@ void hz_options_setup(void)
 {
 	hz_os_init();
 	hz_options_load();
-	hz_options_start_engine();
+	hz_options_start_engine(0);
 	hz_options_start_arenas();
 }

@@ -136,8 +136,11 @@ const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
 
 /* The rooms started from the options, once loaded; a value a room cannot
  * take is named on stderr (and its default used, or the room's own
- * choice). The engine (hz_engine_setup): */
-void hz_options_start_engine(void);
+ * choice). The engine (hz_engine_setup), learning its large fills'
+ * kernel where learn is set (arch/learn.c): only where the library sees
+ * the program's prctl (hz_sees_jumps), which may take the time-stamp
+ * counter away: */
+void hz_options_start_engine(int learn);
 /* The arenas (hz_large_setup); returns from which size blocks go to them:
  * SIZE_MAX where pages are not 4 KiB, which the arenas assume. */
 size_t hz_options_start_arenas(void);
