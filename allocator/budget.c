@@ -143,11 +143,19 @@ void hz_budget_bound(struct hz_arena *a)
 		a->low = held;
 	}
 	/* Over the budget, the process goes a quarter of it below, so that
-	 * frees past it release many blocks in one batch, not one each. */
+	 * frees past it release many blocks in one batch, not one each. Only
+	 * the freeing arena releases (the others' locks are theirs), and it
+	 * keeps its share of the budget: an idle arena holding the rest until
+	 * its decay must not make every free here a release and every
+	 * allocation a fault. */
 	size_t over = over_budget(a, held);
 	if (over) {
-		size_t cut = over + hz_budget_dirty_max / 4;
-		release_oldest(a, held > cut ? held - cut : 0);
+		size_t cut = over + hz_budget_dirty_max / 4, share = hz_budget_dirty_max / HZ_ARENAS;
+		size_t keep = held > cut ? held - cut : 0;
+		if (keep < share)
+			keep = share < held ? share : held;
+		if (keep < held)
+			release_oldest(a, keep);
 		held = hz_arena_free_bytes(a);
 	}
 	if (now - a->window_at < hz_budget_decay_ns) {

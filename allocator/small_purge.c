@@ -22,9 +22,18 @@
 static int started;
 static HZ_TLS int asked;
 
+/* Only where the kernel frees lazily (MADV_FREE, Linux 4.5): without it
+ * jemalloc would keep the refused pages for good (its retained extents,
+ * which no purge reaches). */
 void hz_small_purge_started(void)
 {
-	__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
+	void *page;
+	if (hz_os_map(hz_page_size, hz_page_size, &page))
+		return;
+	int lazy = hz_os_advise(page, hz_page_size, MADV_FREE) == 0;
+	hz_os_unmap(page, hz_page_size);
+	if (lazy)
+		__atomic_store_n(&started, 1, __ATOMIC_RELEASE);
 }
 
 int hz_je_madvise(void *p, size_t len, int advice)

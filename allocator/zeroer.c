@@ -224,6 +224,7 @@ static void end_claimed(struct hz_arena *a, size_t done)
 	case HZ_CLAIM_SHARED:
 		break;
 	}
+	hz_arena_publish(a, hz_arena_free_bytes(a)); /* fresh or clean now: the process's budget reads it */
 	pthread_cond_broadcast(&a->claim_done);
 }
 

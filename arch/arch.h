@@ -212,6 +212,8 @@ unsigned hz_learn_fill(void *p, int c, size_t n);
  * calling thread may lose its time-stamp counter (strict seccomp,
  * PR_SET_TSC), where reading it would kill the thread. */
 void hz_learn_stop(void);
+/* Whether it was stopped: a policy built later does not learn either. */
+int hz_learn_stopped(void);
 /* Whether (c, n) is a fill the policy learns for. */
 static inline int hz_learns(size_t n)
 {

@@ -91,9 +91,17 @@ void hz_learn_record(int c, size_t n, int arm, uint64_t ticks)
 	__atomic_fetch_add(&l->n[arm], 1, __ATOMIC_RELAXED);
 }
 
+static int stopped;
+
 void hz_learn_stop(void)
 {
+	__atomic_store_n(&stopped, 1, __ATOMIC_SEQ_CST);
 	__atomic_store_n(&hz_policy.learn, 0, __ATOMIC_SEQ_CST);
+}
+
+int hz_learn_stopped(void)
+{
+	return __atomic_load_n(&stopped, __ATOMIC_SEQ_CST);
 }
 
 unsigned hz_learn_fill(void *p, int c, size_t n)

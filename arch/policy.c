@@ -98,7 +98,8 @@ int hz_policy_build(struct hz_policy *pol, const struct hz_cpu *cpu,
 		override(pol, t, cfg->force, &bad);
 	/* Large fills learn between tiers 1 and 2 (learn.c) unless the
 	 * configuration chose: a threshold, a kernel, no streaming. */
-	pol->learn = cfg->learn && !cfg->nt_threshold && !(cfg->force && *cfg->force) && !(cfg->medium && *cfg->medium) &&
-		     !(cfg->large && *cfg->large) && stream && pol->fill[1] != pol->fill[2] && hz_arch_ticks() != 0;
+	pol->learn = cfg->learn && !hz_learn_stopped() && !cfg->nt_threshold && !(cfg->force && *cfg->force) &&
+		     !(cfg->small && *cfg->small) && !(cfg->medium && *cfg->medium) && !(cfg->large && *cfg->large) &&
+		     stream && pol->upto[0] <= HZ_LEARN_MIN && pol->fill[1] != pol->fill[2] && hz_arch_ticks() != 0;
 	return bad;
 }

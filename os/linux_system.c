@@ -79,13 +79,11 @@ void hz_os_clock_by_call(void)
 static uint64_t clock_ns(clockid_t id)
 {
 	struct timespec t;
-	if (__atomic_load_n(&clock_by_call, __ATOMIC_RELAXED)) {
-		int saved = errno;
-		syscall(SYS_clock_gettime, id, &t);
-		errno = saved;
-	} else {
-		clock_gettime(id, &t); /* vDSO: no system call, errno untouched on success */
-	}
+	/* The coarse clocks' vDSO reads the kernel's last tick: no counter,
+	 * no system call (a strict seccomp or a filter may refuse one). */
+	if (__atomic_load_n(&clock_by_call, __ATOMIC_RELAXED))
+		id = id == CLOCK_MONOTONIC ? CLOCK_MONOTONIC_COARSE : CLOCK_REALTIME_COARSE;
+	clock_gettime(id, &t); /* vDSO: no system call, errno untouched on success */
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 

@@ -149,10 +149,10 @@ void hz_os_address_limits(size_t *as, size_t *data);
 
 /* CLOCK_MONOTONIC, in nanoseconds. */
 uint64_t hz_os_now_ns(void);
-/* From now on the clocks are read by the system call, not the vDSO,
- * which reads the time-stamp counter: for a process whose threads may
- * have it turned off (PR_SET_TSC, strict seccomp), where reading it
- * kills the thread. */
+/* From now on the clocks are the coarse ones (the kernel's last tick, a
+ * few ms), which read no time-stamp counter: for a process whose threads
+ * may have it turned off (PR_SET_TSC, strict seccomp), where reading it
+ * kills the thread. Still no system call. */
 void hz_os_clock_by_call(void);
 /* CLOCK_REALTIME, in nanoseconds (a seed that differs between runs). */
 uint64_t hz_os_realtime_ns(void);

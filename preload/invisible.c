@@ -12,12 +12,11 @@
  *   library's threads end first and start again lazily after;
  * - prctl(PR_SET_SECCOMP): they end first and never start again, since a
  *   filter may refuse what they do (a filter installed by a raw
- *   seccomp(2) is found before a thread is made: crew.c). So with
- *   PR_SET_TSC, and both stop every read of the time-stamp counter
- *   (strict seccomp and PR_TSC_SIGSEGV kill a thread that reads it):
- *   large fills no longer time themselves (arch/learn.c) and the clocks
- *   are read by the system call, not the vDSO. A raw prctl or
- *   seccomp(2) that turns the counter off is not seen.
+ *   seccomp(2) is found before a thread is made: crew.c). Strict mode
+ *   and PR_SET_TSC(PR_TSC_SIGSEGV) stop every read of the time-stamp
+ *   counter (a thread that reads it then dies): large fills no longer
+ *   time themselves (arch/learn.c), the clocks become the coarse ones. A
+ *   raw prctl or seccomp(2) that turns the counter off is not seen.
  * libhugezero.a catches none of these: its program's calls go to the C
  * library by name (docs/design.md, "Invisible to the program"). */
 #define _GNU_SOURCE
@@ -29,6 +28,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <sys/mman.h>
+#include <linux/seccomp.h>
 #include <sys/prctl.h>
 
 #include "../allocator/allocator.h"
@@ -186,15 +186,15 @@ HZ_EXPORT int prctl(int option, ...)
 	va_end(ap);
 	if (!f)
 		return missing();
-	/* Strict seccomp and PR_SET_TSC take the time-stamp counter away from
-	 * the thread: no fill of the library times itself any more, the
-	 * clocks are read by the system call (free and malloc read them), and
-	 * memset offers no work to helpers (its offer reads the clock), as
-	 * under a filter. */
-	if (option == PR_SET_SECCOMP || option == PR_SET_TSC) {
+	/* Strict seccomp and PR_TSC_SIGSEGV take the time-stamp counter away
+	 * from the thread: no fill of the library times itself any more, and
+	 * the clocks (free and malloc read them) are the coarse ones. Any
+	 * seccomp mode ends the library's threads, as before. */
+	if ((option == PR_SET_SECCOMP && a2 == SECCOMP_MODE_STRICT) || (option == PR_SET_TSC && a2 == PR_TSC_SIGSEGV)) {
 		hz_learn_stop();
 		hz_os_clock_by_call();
-		quiesce(1);
 	}
+	if (option == PR_SET_SECCOMP)
+		quiesce(1);
 	return f(option, a2, a3, a4, a5);
 }
