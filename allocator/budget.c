@@ -129,6 +129,29 @@ static size_t over_budget(const struct hz_arena *a, size_t held)
 	return total > hz_budget_dirty_max ? total - hz_budget_dirty_max : 0;
 }
 
+/* The process still holds excess bytes over its budget after a's pass:
+ * the other arenas above their share of it release their oldest, each
+ * down to its share at most, those whose lock is free now (a's lock is
+ * held: never a wait, never a lock order). */
+static void release_others(struct hz_arena *a, size_t excess)
+{
+	size_t share = hz_budget_dirty_max / HZ_ARENAS;
+	for (int i = 0; i < HZ_ARENAS && excess; i++) {
+		struct hz_arena *b = &hz_arenas[i];
+		if (b == a || pthread_mutex_trylock(&b->lock))
+			continue;
+		size_t held = hz_arena_free_bytes(b);
+		if (held > share) {
+			size_t cut = held - share < excess ? held - share : excess;
+			release_oldest(b, held - cut);
+			size_t now = hz_arena_free_bytes(b);
+			excess -= held - now < excess ? held - now : excess;
+			hz_arena_publish(b, now);
+		}
+		pthread_mutex_unlock(&b->lock);
+	}
+}
+
 void hz_budget_bound(struct hz_arena *a)
 {
 	size_t held = hz_arena_free_bytes(a);
@@ -143,11 +166,10 @@ void hz_budget_bound(struct hz_arena *a)
 		a->low = held;
 	}
 	/* Over the budget, the process goes a quarter of it below, so that
-	 * frees past it release many blocks in one batch, not one each. Only
-	 * the freeing arena releases (the others' locks are theirs), and it
-	 * keeps its share of the budget: an idle arena holding the rest until
-	 * its decay must not make every free here a release and every
-	 * allocation a fault. */
+	 * frees past it release many blocks in one batch, not one each. The
+	 * freeing arena keeps its share of the budget at least (an idle arena
+	 * holding the rest must not make every free here a release and every
+	 * allocation a fault); what is still over goes from the others. */
 	size_t over = over_budget(a, held);
 	if (over) {
 		size_t cut = over + hz_budget_dirty_max / 4, share = hz_budget_dirty_max / HZ_ARENAS;
@@ -157,6 +179,10 @@ void hz_budget_bound(struct hz_arena *a)
 		if (keep < held)
 			release_oldest(a, keep);
 		held = hz_arena_free_bytes(a);
+		hz_arena_publish(a, held);
+		size_t still = over_budget(a, held);
+		if (still)
+			release_others(a, still);
 	}
 	if (now - a->window_at < hz_budget_decay_ns) {
 		hz_arena_publish(a, held);

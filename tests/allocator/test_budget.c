@@ -249,3 +249,25 @@ Test(budget, trim_waits_for_the_claim)
 {
 	waits_for_the_claim(1);
 }
+
+/* What the freeing arena cannot release above its share comes from the
+ * other arenas, their oldest first, none below its share. */
+Test(budget, the_rest_from_the_other_arenas)
+{
+	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
+	hz_budget_dirty_max = 12 * MiB;
+	struct hz_arena *a = &hz_arenas[0], *b = &hz_arenas[2];
+	chunk_freed(a, 6);
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a); /* 12 MiB: within the budget */
+	pthread_mutex_unlock(&a->lock);
+	chunk_freed(b, 2);
+	pthread_mutex_lock(&b->lock);
+	hz_budget_bound(b); /* 16 MiB: b down to its share (2 MiB), a gives 2 */
+	cr_assert_eq(hz_arena_free_bytes(b), 2 * MiB);
+	pthread_mutex_unlock(&b->lock);
+	pthread_mutex_lock(&a->lock);
+	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB, "a's oldest 2 MiB went");
+	pthread_mutex_unlock(&a->lock);
+	cr_assert_eq(hz_arenas_held(), 12 * MiB, "within the budget");
+}
