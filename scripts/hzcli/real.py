@@ -174,20 +174,29 @@ def pg_template(ctx):
     return data
 
 
+def on_copy(ctx, alloc, key, make, new_dir, server, load):
+    """load(srv, dir)'s result, srv the server that server(dir + "/data")
+    starts under alloc (its library checked mapped) on a copy of the
+    template make(ctx), made once per suite under key, in the directory
+    new_dir(ctx); the copy removed after."""
+    template = ctx.once(key, make)
+    d = new_dir(ctx)
+    try:
+        subprocess.run(["cp", "-a", template, d + "/data"], check=True)
+        with server(d + "/data") as srv:
+            mapped(srv.pid, ctx, alloc)
+            return load(srv, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def pg_case(load, options=()):
     """PostgreSQL under the allocator on a copy of the template cluster
     (server options added), started for this run: load(pg, dir)'s
     result."""
     def run(ctx, alloc):
-        template = ctx.once("pg", pg_template)
-        d = pg_dir(ctx)
-        try:
-            subprocess.run(["cp", "-a", template, d + "/data"], check=True)
-            with postgres_server(ctx, alloc, d + "/data", options) as pg:
-                mapped(pg.pid, ctx, alloc)
-                return load(pg, d)
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        return on_copy(ctx, alloc, "pg", pg_template, pg_dir,
+                       lambda data: postgres_server(ctx, alloc, data, options), load)
     return run
 
 
@@ -268,15 +277,8 @@ def maria_case(load):
     """MariaDB under the allocator on a copy of the template data
     directory, started for this run: load(db, dir)'s result."""
     def run(ctx, alloc):
-        template = ctx.once("mariadb", maria_template)
-        d = tempfile.mkdtemp(dir=ctx.tmp)
-        try:
-            subprocess.run(["cp", "-a", template, d + "/data"], check=True)
-            with mariadb_server(ctx, alloc, d + "/data") as db:
-                mapped(db.pid, ctx, alloc)
-                return load(db, d)
-        finally:
-            shutil.rmtree(d, ignore_errors=True)
+        return on_copy(ctx, alloc, "mariadb", maria_template, lambda c: tempfile.mkdtemp(dir=c.tmp),
+                       lambda data: mariadb_server(ctx, alloc, data), load)
     return run
 
 

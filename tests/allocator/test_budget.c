@@ -30,6 +30,16 @@ static struct hz_chunk *chunk_freed(struct hz_arena *a, size_t n)
 	return c;
 }
 
+/* n huge pages of a new chunk of a freed, then the budget's pass after
+ * the free. */
+static void freed_and_bound(struct hz_arena *a, size_t n)
+{
+	chunk_freed(a, n);
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a);
+	pthread_mutex_unlock(&a->lock);
+}
+
 /* A huge block of a, written and put in its cache, at the next tick. */
 static struct hz_huge *cached(struct hz_arena *a, size_t bytes)
 {
@@ -119,10 +129,7 @@ Test(budget, one_budget_for_every_arena)
 	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
 	hz_budget_dirty_max = 12 * MiB;
 	struct hz_arena *a = &hz_arenas[0], *b = &hz_arenas[2];
-	chunk_freed(a, 4);
-	pthread_mutex_lock(&a->lock);
-	hz_budget_bound(a);
-	pthread_mutex_unlock(&a->lock);
+	freed_and_bound(a, 4);
 	cr_assert_eq(hz_arenas_held(), 8 * MiB, "within the budget: published, kept");
 	chunk_freed(b, 4);
 	pthread_mutex_lock(&b->lock);
@@ -257,10 +264,7 @@ Test(budget, the_rest_from_the_other_arenas)
 	hz_budget_decay_ns = (uint64_t)3600 * 1000000000u;
 	hz_budget_dirty_max = 12 * MiB;
 	struct hz_arena *a = &hz_arenas[0], *b = &hz_arenas[2];
-	chunk_freed(a, 6);
-	pthread_mutex_lock(&a->lock);
-	hz_budget_bound(a); /* 12 MiB: within the budget */
-	pthread_mutex_unlock(&a->lock);
+	freed_and_bound(a, 6); /* 12 MiB: within the budget */
 	chunk_freed(b, 2);
 	pthread_mutex_lock(&b->lock);
 	hz_budget_bound(b); /* 16 MiB: b down to its share (2 MiB), a gives 2 */
