@@ -12,7 +12,9 @@
  * memory cgroup's pressure, mallctl's arena purge): jemalloc then frees
  * the pages lazily (MADV_FREE), as its decay does here (small.c), and
  * knows they may not read zero. The kernel takes them back first when it
- * needs memory; the next thread takes them without a fault. */
+ * needs memory; the next thread takes them without a fault. And the
+ * thread caches' purge of every free extent at their arena's last
+ * thread's exit becomes the arena's decay (hz_je_tcache_decay below). */
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -47,6 +49,21 @@ int hz_je_madvise(void *p, size_t len, int advice)
 		return -1;
 	}
 	return 0;
+}
+
+/* jemalloc's arena_decay (5.x: tsdn, arena, is_background_thread, all),
+ * as its thread caches call it (scripts/jemalloc-rename.sh): they ask
+ * for all only when the exiting thread was its arena's last, and the
+ * decay then frees every free extent, one madvise (and one TLB shootdown
+ * of every core the process runs on) each: mstress's threads, started
+ * again and again, made 16.7 K such calls. The free pages are left to
+ * the arena's decay instead, as its other threads would (and to a trim,
+ * a cgroup's pressure or the next thread given the arena). */
+void hz_je_je_arena_decay(void *tsdn, void *arena, _Bool is_background_thread, _Bool all);
+void hz_je_tcache_decay(void *tsdn, void *arena, _Bool is_background_thread, _Bool all)
+{
+	(void)all;
+	hz_je_je_arena_decay(tsdn, arena, is_background_thread, 0);
 }
 
 /* An arena's purge, reset or destruction (arena.<i>.purge, .reset,

@@ -42,10 +42,22 @@ mv "$out.tmp" "$out"
 # section joins the program's writable data.
 member=$("$nm" -A --defined-only "$in" 2>/dev/null |
 	awk '$NF == "je_arena_emap_global" && $(NF-1) ~ /^[bB]$/ { n = split($1, f, ":"); print f[n-1]; exit }')
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
 if [ -n "$member" ]; then
-	dir=$(mktemp -d)
-	trap 'rm -rf "$dir"' EXIT
 	(cd "$dir" && "$ar" x "$out" "$member" &&
 		"$objcopy" --rename-section .bss=hz_je_tables,alloc,readonly "$member" &&
+		"$ar" r "$out" "$member")
+fi
+# The thread caches' calls of arena_decay go to hz_je_tcache_decay
+# (allocator/small_purge.c), which never purges all: a thread's exit
+# leaves its arena's free pages to the decay, as the arena's other
+# threads would, rather than free each extent (a madvise each) because
+# it was the arena's last thread.
+member=$("$nm" -A --defined-only "$in" 2>/dev/null |
+	awk '$NF == "je_tcache_cleanup" { n = split($1, f, ":"); print f[n-1]; exit }')
+if [ -n "$member" ]; then
+	(cd "$dir" && "$ar" x "$out" "$member" &&
+		"$objcopy" --redefine-sym hz_je_je_arena_decay=hz_je_tcache_decay "$member" &&
 		"$ar" r "$out" "$member")
 fi

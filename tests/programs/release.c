@@ -9,8 +9,10 @@
  *   once all have freed, and the resident kB before any block was taken.
  * release generations G: G generations of 4 threads, one after the
  *   other, each thread taking, writing and freeing 400 blocks of 64 KiB,
- *   100 live at once. Prints the page faults of the first generation and
- *   of all the others together. */
+ *   100 live at once, the generations between two getppid() calls; then
+ *   malloc_trim(0). Prints the page faults of the first generation and
+ *   of all the others together, and the resident kB before the first
+ *   generation and after the trim. */
 #include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -105,7 +107,8 @@ int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "generations")) {
 		int g = atoi(argv[2]);
-		long first = 0, start = minor_faults();
+		long base = resident_kb(), first = 0, start = minor_faults();
+		syscall(SYS_getppid);
 		for (int k = 0; k < g; k++) {
 			pthread_t th[4];
 			for (int i = 0; i < 4; i++)
@@ -116,7 +119,10 @@ int main(int argc, char **argv)
 			if (!k)
 				first = minor_faults() - start;
 		}
-		printf("%ld %ld\n", first, minor_faults() - start - first);
+		long later = minor_faults() - start - first;
+		syscall(SYS_getppid);
+		malloc_trim(0);
+		printf("%ld %ld %ld %ld\n", first, later, base, resident_kb());
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "purge")) {

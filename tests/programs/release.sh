@@ -55,16 +55,29 @@ done
 # Threads that come and go: each generation's arenas are the next one's,
 # their free pages kept, not released when the last thread of an arena
 # exits and faulted in again (the embedded jemalloc's purge at a thread's
-# exit). Nine generations after the first fault in less than one did.
+# exit). Nine generations after the first fault in less than one did;
+# the exits free no extent lazily, one MADV_FREE each (at most 10 in all);
+# and a malloc_trim after the last gives their pages back (all but 8 MiB
+# of what the generations left resident).
 for who in glibc hugezero; do
 	pre=; [ $who = hugezero ] && pre=$lib
-	if ! out=$(env LD_PRELOAD=$pre "$prog" generations 10 2>&1); then
+	if ! out=$(strace -f -qq -o "$work/gen-$who.trace" -e trace=madvise,getppid \
+		env LD_PRELOAD=$pre "$prog" generations 10 2>&1); then
 		bad "$who: ten generations of threads: $out"
 		continue
 	fi
-	read -r first later <<<"$out"
-	if [ $who = glibc ]; then ok "$who: ten generations of threads ($first faults, then $later)"
-	elif [ "$later" -lt "$first" ]; then ok "$who: nine generations after the first: $later faults (the first $first)"
+	read -r first later base trimmed <<<"$out"
+	calls=$(awk '/getppid\(/ { m++; next } m == 1 && /MADV_FREE/ && !/resumed>/ { n++ } END { print n + 0 }' "$work/gen-$who.trace")
+	left=$(( (trimmed - base) / 1024 ))
+	if [ $who = glibc ]; then
+		ok "$who: ten generations of threads ($first faults, then $later; $calls MADV_FREE; $left MiB after the trim)"
+		continue
+	fi
+	if [ "$later" -lt "$first" ]; then ok "$who: nine generations after the first: $later faults (the first $first)"
 	else bad "$who: nine generations after the first: $later faults (the first $first): arenas released at thread exit"; fi
+	if [ "$calls" -le 10 ]; then ok "$who: ten generations freed lazily in $calls calls"
+	else bad "$who: ten generations freed lazily in $calls calls (at most 10: one a free extent at each exit?)"; fi
+	if [ "$left" -le 8 ]; then ok "$who: $left MiB resident after the trim"
+	else bad "$who: $left MiB resident after the trim (the exited threads' pages not reached)"; fi
 done
 finish
