@@ -1047,8 +1047,12 @@ void *hz_huge_cache_move(struct hz_huge *h, size_t size);
  * taking and releasing the arenas' locks: 1 when there was one, 0 when
  * there is none, HZ_WORK_DEFERRED when only the reserve is left to fill
  * and the program is taking page faults (touching memory): populating
- * now would compete with them; ask again in a while. */
+ * now would compete with them; ask again in a while. HZ_WORK_BUSY when
+ * the dirty memory left is in arenas where the program took or freed a
+ * large block within the last 50 us (it may take that memory again at
+ * once): ask again after as long. */
 #define HZ_WORK_DEFERRED 2
+#define HZ_WORK_BUSY 3
 int hz_work_once(void);
 /* The decay in every arena (hz_budget_bound); 1 when any arena still
  * holds free memory in memory after it. */

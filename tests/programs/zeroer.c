@@ -546,6 +546,45 @@ static int quiet(void)
 	return 0;
 }
 
+/* A block taken again soon after its free, 200 times (a buffer per
+ * request, back to back; the program pauses 30 us between the free and
+ * the calloc, long enough for a woken zeroer to claim the block): the
+ * zeroer leaves it to the program, which takes it at once; it never
+ * makes the program wait for its clear nor clears what the program
+ * clears again (in at most a tenth of the rounds, for a busy host). */
+static int recycle(void)
+{
+	size_t n = 32 * MIB;
+	int rounds = 200;
+	unsigned char *p = calloc(1, n);
+	for (int r = 0; r < rounds && p; r++) {
+		for (size_t i = 0; i < n; i += PAGE)
+			p[i] = 1;
+		free(p);
+		double t0 = now();
+		while (now() - t0 < 30e-6)
+			;
+		p = calloc(1, n);
+		for (size_t i = 0; p && i < n; i += PAGE)
+			if (p[i]) {
+				fprintf(stderr, "zeroer: calloc returned a non-zero byte\n");
+				return 1;
+			}
+	}
+	if (!p)
+		return 1;
+	free(p);
+	uint64_t waits = stat("background.waits"), abandoned = stat("background.abandoned_bytes");
+	if (waits > (uint64_t)rounds / 10 || abandoned > (uint64_t)rounds / 10 * 4 * MIB) {
+		fprintf(stderr, "zeroer: %llu waits and %llu MiB cleared, then abandoned, in %d rounds\n",
+			(unsigned long long)waits, (unsigned long long)(abandoned >> 20), rounds);
+		return 1;
+	}
+	printf("%llu waits, %llu MiB abandoned in %d rounds\n", (unsigned long long)waits,
+	       (unsigned long long)(abandoned >> 20), rounds);
+	return 0;
+}
+
 /* Where the program's page faults cannot be counted (getrusage refused
  * by a seccomp filter), the zeroer cannot tell when the program is idle:
  * it populates nothing, and does not poll. With HUGEZERO_RESERVE=16M. */
@@ -818,10 +857,12 @@ int main(int argc, char **argv)
 		return unpaid();
 	if (argc >= 2 && !strcmp(argv[1], "quiet"))
 		return quiet();
+	if (argc >= 2 && !strcmp(argv[1], "recycle"))
+		return recycle();
 	if (argc >= 2 && !strcmp(argv[1], "blind"))
 		return blind(argv);
 	if (argc >= 2 && !strcmp(argv[1], "seccomp"))
 		return seccomp(argv);
-	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | peak | sparse | faulting | unpaid | quiet | blind | seccomp\n");
+	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | peak | sparse | faulting | unpaid | quiet | recycle | blind | seccomp\n");
 	return 2;
 }

@@ -4,7 +4,8 @@
 # while it clears; exit while it clears returns at once, also with every
 # core busy; small allocations
 # start no thread; the reserve within its limit and the program's peak,
-# and decayed; with
+# and decayed; a block freed and taken again at once left to the
+# program; with
 # SCHED_IDLE refused it falls back to nice 19, counted;
 # HUGEZERO_BACKGROUND=0 starts none.
 # Usage: zeroer.sh LIB ZEROER_BINARY
@@ -40,6 +41,8 @@ preloaded "the reserve stops when what it populated is released unused" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_POPULATE=0 "$prog" unpaid
 preloaded "no reserve to fill: the zeroer does not poll a faulting program" \
 	env HUGEZERO_RESERVE=0 "$prog" quiet
+preloaded "a block freed and taken again at once: left to the program, never waited for" \
+	"$prog" recycle
 preloaded "page faults not countable (getrusage refused): no population, no polling" \
 	env HUGEZERO_RESERVE=16M "$prog" blind
 preloaded "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
