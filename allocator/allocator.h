@@ -464,6 +464,9 @@ void hz_purge_begin(struct hz_purge *g);
  * partial set also its free pages in memory outside whole blocks
  * (malloc_trim; not on hugetlb chunks). Returns the bytes gathered. */
 size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most);
+/* Adds c's whole free 2 MiB blocks in memory that pages [lo, hi) touch;
+ * returns the bytes gathered. */
+size_t hz_purge_gather_span(struct hz_purge *g, struct hz_chunk *c, size_t lo, size_t hi);
 /* Releases what is gathered, marks it released, and returns every byte
  * the purge released since hz_purge_begin (g->total says how). */
 size_t hz_purge_flush(struct hz_purge *g);
@@ -650,6 +653,16 @@ struct hz_record {
 	size_t paid, wasted;
 };
 
+/* Half-octave size classes of large blocks from 4 KiB: the blocks taken
+ * of each are counted (hz_budget_freed). */
+#define HZ_TAKE_CLASSES 80
+static inline unsigned hz_take_class(size_t bytes)
+{
+	unsigned k = bytes < 4096 ? 12 : 63 - (unsigned)__builtin_clzll(bytes);
+	unsigned c = 2 * (k - 12) + (unsigned)((bytes >> (k - 1)) & 1);
+	return c < HZ_TAKE_CLASSES ? c : HZ_TAKE_CLASSES - 1;
+}
+
 struct hz_arena {
 	pthread_mutex_t lock;
 	pthread_cond_t claim_done; /* a claim in this arena ended (claim.c) */
@@ -667,6 +680,7 @@ struct hz_arena {
 	size_t missed;             /* bytes handed out that were not in memory, since the last decay:
 				    * the reserve refills up to this much (budget.c) */
 	struct hz_record populated, cleared; /* the zeroer's recent record here */
+	uint8_t takes[HZ_TAKE_CLASSES];    /* blocks taken of each size class, up to 2 (budget.c) */
 	struct hz_arena_counters n;
 };
 
@@ -760,6 +774,17 @@ void hz_budget_no_reserve(void);
  * so that memory the program frees and asks for again is kept, and an
  * idle program's goes back. */
 void hz_budget_bound(struct hz_arena *a);
+/* realloc moved a block's bytes to a larger block and freed it, of
+ * `bytes` (lock held, before hz_budget_bound). A buffer grown so leaves a
+ * block of each size behind, which the program will not take again
+ * unless it grows such buffers again and again: where it is the only
+ * block of its size class the arena ever handed out, its memory goes
+ * back at once, the chunk's whole free 2 MiB blocks that [lo, hi) touches
+ * (c), or the cached huge block h, unmapped. Where a second block of the
+ * class was taken, it is kept, as every freed block is: the budget and
+ * its decay bound it. */
+void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_t lo, size_t hi,
+		     struct hz_huge *h);
 /* Releases all the arena's free memory in memory, partial huge pages
  * included, and unmaps every cached huge block, once the zeroer's claim
  * in a has ended (lock held); the reserve is not refilled until blocks
@@ -1000,8 +1025,9 @@ size_t hz_run_usable(struct hz_chunk *c, const void *p);
 /* Frees the live block at p in chunk c: 0, or -1 when p is not one.
  * cleared: its bytes were made zero (hardened mode): its pages are clean,
  * but for its last fresh_tail, which are not in memory either (a guard
- * span given back): fresh. */
-int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail);
+ * span given back): fresh. grown: realloc moved its bytes to a larger
+ * block (hz_budget_freed). */
+int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail, int grown);
 /* Resizes the live block at p in chunk c (old bytes) to size bytes in
  * place: 0, or -1 when the pages after it are not free. */
 int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
@@ -1023,8 +1049,8 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out);
 /* Frees h into its arena's cache: 0, or -1 when it is not live.
  * cleared: its usable bytes were made zero (hardened mode, where every
  * free clears and every shrink clears what it gives up, so the rest of
- * its mapping is zero too): it is known zero. */
-int hz_huge_cache_free(struct hz_huge *h, int cleared);
+ * its mapping is zero too): it is known zero. grown: as hz_run_free's. */
+int hz_huge_cache_free(struct hz_huge *h, int cleared, int grown);
 /* Its usable size, or 0 when it is not live. */
 size_t hz_huge_cache_usable(struct hz_huge *h);
 /* Resizes it in place to size bytes (> HZ_RUN_MAX), within its

@@ -153,6 +153,9 @@ void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int ze
 {
 	hz_arena_note_low(a);
 	a->n.nalloc++;
+	uint8_t *t = &a->takes[hz_take_class(bytes)];
+	if (*t < 2)
+		++*t;
 	if (fresh)
 		a->n.reserve_misses++;
 	else

@@ -120,6 +120,26 @@ static void release_oldest(struct hz_arena *a, size_t keep)
 	hz_arena_count_purge(a, &g.total, hz_purge_flush(&g));
 }
 
+void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_t lo, size_t hi,
+		     struct hz_huge *h)
+{
+	if (a->takes[hz_take_class(bytes)] > 1)
+		return;
+	if (h) {
+		for (struct hz_huge **hp = &a->cache; *hp; hp = &(*hp)->next)
+			if (*hp == h) {
+				if (!hz_claim_holds(a, h))
+					evict(a, hp);
+				break;
+			}
+		return;
+	}
+	struct hz_purge g; /* 5 KiB */
+	hz_purge_begin(&g);
+	hz_purge_gather_span(&g, c, lo, hi);
+	hz_arena_count_purge(a, &g.total, hz_purge_flush(&g));
+}
+
 /* What the process's arenas hold free beyond its budget, counting a's own
  * held bytes; 0 when within it. */
 static size_t over_budget(const struct hz_arena *a, size_t held)

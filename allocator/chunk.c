@@ -340,12 +340,15 @@ static void purge_add(struct hz_purge *g, struct hz_chunk *c, size_t i, size_t j
 	g->n++;
 }
 
-size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most)
+/* hz_purge_gather's over the huge pages from page `from` (a huge page's
+ * first) up to `to`. */
+static size_t gather_in(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most, size_t from,
+			size_t to)
 {
 	size_t gathered = 0;
 	/* From the top: first fit takes the lowest free pages, so the highest
 	 * are the last a block would take again. */
-	for (size_t h = HZ_CHUNK_PAGES; h > 0 && gathered < most;) {
+	for (size_t h = to; h > from && gathered < most;) {
 		h -= HZ_HUGE_PAGES;
 		size_t e = h + HZ_HUGE_PAGES;
 		if (hz_bits_find(c->dirty, h, e, 1) == e && hz_bits_find(c->clean, h, e, 1) == e)
@@ -369,6 +372,17 @@ size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size
 		}
 	}
 	return gathered;
+}
+
+size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most)
+{
+	return gather_in(g, c, partial, most, 0, HZ_CHUNK_PAGES);
+}
+
+size_t hz_purge_gather_span(struct hz_purge *g, struct hz_chunk *c, size_t lo, size_t hi)
+{
+	size_t from = lo / HZ_HUGE_PAGES * HZ_HUGE_PAGES, to = hz_round_up(hi, HZ_HUGE_PAGES);
+	return gather_in(g, c, 0, SIZE_MAX, from, to < HZ_CHUNK_PAGES ? to : HZ_CHUNK_PAGES);
 }
 
 size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res)

@@ -137,7 +137,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 	return h->base;
 }
 
-int hz_huge_cache_free(struct hz_huge *h, int cleared)
+int hz_huge_cache_free(struct hz_huge *h, int cleared, int grown)
 {
 	struct hz_arena *a = hz_arena_of(h->owner);
 	pthread_mutex_lock(&a->lock);
@@ -154,6 +154,8 @@ int hz_huge_cache_free(struct hz_huge *h, int cleared)
 	h->next = a->cache;
 	a->cache = h;
 	a->cached += h->mapped;
+	if (grown)
+		hz_budget_freed(a, h->size, NULL, 0, 0, h);
 	hz_budget_bound(a);
 	pthread_mutex_unlock(&a->lock);
 	return 0;

@@ -210,7 +210,8 @@ void hz_large_protected(const void *p, size_t len)
 	}
 }
 
-int hz_large_free(struct hz_owner o, void *p)
+/* hz_large_free's; grown: realloc moved p's bytes to a larger block. */
+static int large_free(struct hz_owner o, void *p, int grown)
 {
 	jobs_end(o, p);
 	int cleared = 0;
@@ -236,11 +237,16 @@ int hz_large_free(struct hz_owner o, void *p)
 		cleared = 1;
 		fresh_tail = released ? guard >> HZ_PAGE_SHIFT : 0;
 	}
-	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge, cleared) : -1)
-		: o.chunk ? hz_run_free(o.chunk, p, cleared, fresh_tail) : -1;
+	int r = o.huge ? (huge_at(o, p) ? hz_huge_cache_free(o.huge, cleared, grown) : -1)
+		: o.chunk ? hz_run_free(o.chunk, p, cleared, fresh_tail, grown) : -1;
 	if (!r && !cleared)
 		hz_zeroer_kick(1, 1); /* dirty memory to clear */
 	return r;
+}
+
+int hz_large_free(struct hz_owner o, void *p)
+{
+	return large_free(o, p, 0);
 }
 
 /* In place: a chunk block resized within its chunk, or a huge block
@@ -282,7 +288,7 @@ void *hz_large_realloc(struct hz_owner o, void *p, size_t old, size_t size)
 	if (!(q = hz_large_alloc(size, 0)))
 		return NULL;
 	memcpy(q, p, old < size ? old : size);
-	hz_large_free(o, p);
+	large_free(o, p, size > old);
 	return q;
 }
 

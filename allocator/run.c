@@ -163,7 +163,7 @@ size_t hz_run_usable(struct hz_chunk *c, const void *p)
 	return n << HZ_PAGE_SHIFT;
 }
 
-int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail)
+int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail, int grown)
 {
 	struct hz_arena *a = hz_arena_of(c->owner);
 	pthread_mutex_lock(&a->lock);
@@ -178,6 +178,10 @@ int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail)
 		a->n.nfree++;
 		c->freed = ++a->frees;
 		a->allocated -= n << HZ_PAGE_SHIFT;
+		if (grown) {
+			size_t i = (size_t)((unsigned char *)p - c->base) >> HZ_PAGE_SHIFT;
+			hz_budget_freed(a, n << HZ_PAGE_SHIFT, c, i, i + n, NULL);
+		}
 		hz_budget_bound(a);
 	}
 	pthread_mutex_unlock(&a->lock);

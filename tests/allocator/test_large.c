@@ -281,6 +281,49 @@ static void *churn(void *arg)
 	return NULL;
 }
 
+/* Pages of [p, p + n) in memory. */
+static size_t resident_pages(const unsigned char *p, size_t n)
+{
+	static unsigned char v[(64 << 20) / 4096];
+	size_t got = 0, np = n / HZ_PAGE;
+	cr_assert_leq(np, sizeof v);
+	cr_assert_eq(mincore((void *)p, n, v), 0);
+	for (size_t i = 0; i < np; i++)
+		got += v[i] & 1;
+	return got;
+}
+
+/* A buffer grown by realloc past its block leaves nothing behind the
+ * first time: its old block, the only one of its size class taken, goes
+ * back at once (its whole 2 MiB pages). Grown so again, the old block of
+ * that size is kept for the next (memory the program takes again). */
+Test(large, realloc_grown_leaves_nothing_behind, .timeout = 60)
+{
+	hz_budget_decay_ns = (uint64_t)60 * 1000000000u;
+	size_t n = (size_t)8 << 20, big = (size_t)40 << 20;
+	for (int round = 0; round < 2; round++) {
+		unsigned char *p = hz_large_alloc(n, 0);
+		cr_assert_not_null(p);
+		cr_assert_not_null(hz_chunk_of(p), "an 8 MiB block comes from a chunk");
+		memset(p, 0x3C, n);
+		unsigned char *q = l_realloc(p, big); /* past a chunk's largest run: moved */
+		cr_assert_not_null(q);
+		cr_assert_neq(q, p);
+		size_t bad;
+		cr_assert(all_bytes(q, n, 0x3C, &bad), "byte %zu not moved", bad);
+		/* The whole huge pages of the old block: at least 3 of its 4. */
+		unsigned char *lo = (unsigned char *)hz_round_up((uintptr_t)p, HZ_HUGE_SIZE);
+		size_t whole = (size_t)(p + n - lo) / HZ_HUGE_SIZE * HZ_HUGE_SIZE;
+		size_t in = resident_pages(lo, whole);
+		if (round == 0)
+			cr_assert_eq(in, 0, "%zu pages of the old block still in memory", in);
+		else
+			cr_assert_eq(in, whole / HZ_PAGE, "the old block of a size taken again was released (%zu of %zu in memory)",
+				     in, whole / HZ_PAGE);
+		cr_assert_eq(l_free(q), 0);
+	}
+}
+
 Test(large, fork_while_threads_allocate, .timeout = 60)
 {
 	/* One thread per arena: the child's thread shares an arena with one
