@@ -716,6 +716,9 @@ size_t hz_arenas_clean_bytes(void);
  * fresh of its bytes were not in memory. The free memory left lowers the
  * window's low-water mark (a->low). */
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero);
+/* A block of `bytes` taken, or grown to it in place (lock held): its size
+ * class's count (hz_budget_freed). */
+void hz_arena_count_take(struct hz_arena *a, size_t bytes);
 /* Publishes a's free bytes in memory, held (lock held), for the budget
  * of the whole process; and their sum over every arena, as last
  * published (no lock). */
@@ -1513,10 +1516,12 @@ void hz_small_fork_parent(void);
 void hz_small_fork_child(void);
 /* Its madvise (renamed so too), in small_purge.c: MADV_DONTNEED only
  * where a purge was asked for (hz_small_trim, hz_small_mallctl of an
- * arena's purge, reset or destruction), so that no thread's exit
- * releases its arena's pages at once: jemalloc frees them lazily then.
+ * arena's purge, reset or destruction): jemalloc frees lazily then.
  * hz_small_purge_started: from the end of jemalloc's start on. */
 int hz_je_madvise(void *p, size_t len, int advice);
+/* The thread caches' call of jemalloc's arena_decay (renamed so too):
+ * never a purge of all at a thread's exit. */
+void hz_je_tcache_decay(void *tsdn, void *arena, _Bool is_background_thread, _Bool all);
 void hz_small_purge_started(void);
 /* jemalloc's mallctl, its arenas' purges releasing at once. */
 int hz_small_mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp, size_t newlen);

@@ -149,13 +149,18 @@ void hz_arena_note_low(struct hz_arena *a)
 	hz_arena_publish(a, held);
 }
 
+void hz_arena_count_take(struct hz_arena *a, size_t bytes)
+{
+	uint8_t *t = &a->takes[hz_take_class(bytes)];
+	if (*t < 2)
+		++*t;
+}
+
 void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
 {
 	hz_arena_note_low(a);
 	a->n.nalloc++;
-	uint8_t *t = &a->takes[hz_take_class(bytes)];
-	if (*t < 2)
-		++*t;
+	hz_arena_count_take(a, bytes);
 	if (fresh)
 		a->n.reserve_misses++;
 	else

@@ -128,8 +128,10 @@ void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_
 	if (h) {
 		for (struct hz_huge **hp = &a->cache; *hp; hp = &(*hp)->next)
 			if (*hp == h) {
-				if (!hz_claim_holds(a, h))
-					evict(a, hp);
+				size_t mapped = h->mapped;
+				evict(a, hp);
+				/* Not a release the next block refaults: that one is larger. */
+				a->evicted -= mapped < a->evicted ? mapped : a->evicted;
 				break;
 			}
 		return;

@@ -178,6 +178,8 @@ int hz_huge_cache_resize(struct hz_huge *h, size_t size)
 	int ok = h->live && usable <= h->mapped &&
 		 hz_round_up(size, HZ_HUGE_SIZE) == hz_round_up(h->mapped, HZ_HUGE_SIZE);
 	if (ok) {
+		if (usable > h->size)
+			hz_arena_count_take(a, usable); /* a block of its new size taken */
 		a->allocated = a->allocated - h->size + usable;
 		h->size = usable;
 	}
@@ -193,6 +195,8 @@ void *hz_huge_cache_move(struct hz_huge *h, size_t size)
 	pthread_mutex_lock(&a->lock);
 	void *moved = NULL;
 	if (!hz_huge_remap(h, hz_round_up(size, HZ_HUGE_SIZE))) {
+		if (usable > h->size)
+			hz_arena_count_take(a, usable); /* a block of its new size taken */
 		a->allocated = a->allocated - h->size + usable;
 		h->size = usable;
 		moved = h->base;

@@ -199,6 +199,7 @@ int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size)
 		if (np << HZ_PAGE_SHIFT > old) { /* the pages taken after it */
 			hz_arena_collide(a, c, i + (old >> HZ_PAGE_SHIFT), i + np, NULL);
 			count_refaults(a, c);
+			hz_arena_count_take(a, np << HZ_PAGE_SHIFT); /* a block of its new size taken */
 		}
 		a->allocated = a->allocated - old + (np << HZ_PAGE_SHIFT);
 		hz_arena_note_low(a);

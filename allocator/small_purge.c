@@ -56,9 +56,10 @@ int hz_je_madvise(void *p, size_t len, int advice)
  * for all only when the exiting thread was its arena's last, and the
  * decay then frees every free extent, one madvise (and one TLB shootdown
  * of every core the process runs on) each: mstress's threads, started
- * again and again, made 16.7 K such calls. The free pages are left to
- * the arena's decay instead, as its other threads would (and to a trim,
- * a cgroup's pressure or the next thread given the arena). */
+ * again and again, made 16.7 K such calls. The free pages stay in the
+ * arena instead, as with its other threads: for the next thread given
+ * it, its decay (which advances with the arena's calls), a trim or a
+ * cgroup's pressure. */
 void hz_je_je_arena_decay(void *tsdn, void *arena, _Bool is_background_thread, _Bool all);
 void hz_je_tcache_decay(void *tsdn, void *arena, _Bool is_background_thread, _Bool all)
 {

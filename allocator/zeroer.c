@@ -34,26 +34,26 @@ static int pays(struct hz_record *r)
 	return r->wasted <= 2 * r->paid + 2 * HZ_HUGE_SIZE;
 }
 
-/* Whether the program took or freed a large block in a within the last
- * BUSY_NS (the zeroer's look again comes as long after), as it last looked (a's lock held): 1, or 0 when it has
- * been still that long. A program that frees a block and takes one again
- * at once (a buffer per request, back to back) clears it itself, hot in
- * its cache; a claim of the block it is about to take makes it wait for
- * the clear's step, or take other memory, and the two clears compete for
- * the memory's bandwidth (32 MiB blocks recycled back to back ran at
- * 0.51-0.72x the speed without the zeroer). Read on the zeroer's thread
- * only: the allocator's calls pay nothing for it. */
+/* Whether the program took or freed a large block in a since the zeroer
+ * last looked there (a's lock held): 1, or 0 when it has been still since
+ * (the zeroer looks again BUSY_NS after a 1: still that long at least).
+ * A program that frees a block and takes one again at once (a buffer per
+ * request, back to back) clears it itself, hot in its cache; a claim of
+ * the block it is about to take makes it wait for the clear's step, or
+ * take other memory, and the two clears compete for the memory's
+ * bandwidth (32 MiB blocks recycled back to back ran at 0.51-0.72x the
+ * speed without the zeroer). The arena's counters, read on the zeroer's
+ * thread only: the allocator's calls pay nothing for it, and no clock is
+ * read (a coarse one ticks in milliseconds). */
 #define BUSY_NS ((uint64_t)50000u)
-static int arena_busy(struct hz_arena *a, uint64_t now)
+static int arena_busy(struct hz_arena *a)
 {
-	static uint64_t calls_seen[HZ_ARENAS], still_since[HZ_ARENAS];
+	static uint64_t calls_seen[HZ_ARENAS];
 	size_t i = (size_t)(a - hz_arenas);
 	uint64_t calls = a->n.nalloc + a->n.nfree;
-	if (calls != calls_seen[i]) {
-		calls_seen[i] = calls;
-		still_since[i] = now;
-	}
-	return now - still_since[i] < BUSY_NS;
+	int busy = calls != calls_seen[i];
+	calls_seen[i] = calls;
+	return busy;
 }
 
 /* The arena's most recently freed dirty memory, claimed for a clear (a's
@@ -61,8 +61,6 @@ static int arena_busy(struct hz_arena *a, uint64_t now)
  * takes and frees large blocks there (arena_busy). */
 static int claim_dirty(struct hz_arena *a)
 {
-	if (arena_busy(a, hz_os_now_ns()))
-		return HZ_WORK_BUSY;
 	struct hz_chunk *best = NULL;
 	size_t lo = 0, hi = 0, l, r;
 	for (unsigned k = 0; k < a->nchunks; k++) {
@@ -77,6 +75,10 @@ static int claim_dirty(struct hz_arena *a)
 	for (struct hz_huge *q = a->cache; q; q = q->next)
 		if (q->dirty && !q->shared && (!h || q->freed > h->freed))
 			h = q;
+	if (!best && !h)
+		return 0;
+	if (arena_busy(a))
+		return HZ_WORK_BUSY;
 	if (h && (!best || h->freed > best->freed)) {
 		size_t len = h->mapped - h->cleared < HZ_HUGE_SIZE ? h->mapped - h->cleared : HZ_HUGE_SIZE;
 		hz_claim_set(a, NULL, 0, 0, h, h->cleared, len, 0);

@@ -148,6 +148,21 @@ static int quiesce(int forever)
 	return ran;
 }
 
+/* Whether a thread of the library may still be in the kernel's thread
+ * group after the quiesce: one ran then, or one was started in this
+ * process (it may have ended just before, its own way, and leave the
+ * group a moment later: unshare refused with EINVAL meanwhile). */
+static int may_linger(int ran)
+{
+	struct hz_zeroer_stats z;
+	struct hz_helpers_stats h;
+	if (ran)
+		return 1;
+	hz_zeroer_stats(&z);
+	hz_helpers_stats(&h);
+	return z.starts || h.starts;
+}
+
 HZ_EXPORT int unshare(int flags)
 {
 	int (*f)(int) = (int (*)(int))next_of(UNSHARE);
@@ -157,8 +172,8 @@ HZ_EXPORT int unshare(int flags)
 	 * implies CLONE_THREAD): unshare(2). */
 	if (!(flags & (CLONE_NEWUSER | CLONE_THREAD | CLONE_VM | CLONE_SIGHAND)))
 		return f(flags);
-	int ran = quiesce(0), r;
-	for (int i = 0; (r = f(flags)) && errno == EINVAL && ran && i < RETRIES; i++)
+	int linger = may_linger(quiesce(0)), r;
+	for (int i = 0; (r = f(flags)) && errno == EINVAL && linger && i < RETRIES; i++)
 		hz_os_sleep_ms(1);
 	return r;
 }
@@ -170,8 +185,8 @@ HZ_EXPORT int setns(int fd, int nstype)
 		return missing();
 	/* A user or mount namespace needs it, and a descriptor may name
 	 * either whatever nstype says. */
-	int ran = quiesce(0), r;
-	for (int i = 0; (r = f(fd, nstype)) && errno == EINVAL && ran && i < RETRIES; i++)
+	int linger = may_linger(quiesce(0)), r;
+	for (int i = 0; (r = f(fd, nstype)) && errno == EINVAL && linger && i < RETRIES; i++)
 		hz_os_sleep_ms(1);
 	return r;
 }

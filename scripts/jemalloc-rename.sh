@@ -56,8 +56,11 @@ fi
 # it was the arena's last thread.
 member=$("$nm" -A --defined-only "$in" 2>/dev/null |
 	awk '$NF == "je_tcache_cleanup" { n = split($1, f, ":"); print f[n-1]; exit }')
-if [ -n "$member" ]; then
-	(cd "$dir" && "$ar" x "$out" "$member" &&
-		"$objcopy" --redefine-sym hz_je_je_arena_decay=hz_je_tcache_decay "$member" &&
-		"$ar" r "$out" "$member")
-fi
+[ -n "$member" ] || { echo "jemalloc-rename.sh: no object defines je_tcache_cleanup" >&2; exit 1; }
+(cd "$dir" && "$ar" x "$out" "$member" &&
+	"$objcopy" --redefine-sym hz_je_je_arena_decay=hz_je_tcache_decay "$member" &&
+	"$ar" r "$out" "$member")
+# A jemalloc whose thread caches no longer call arena_decay (not 5.x):
+# said, not built over silently.
+"$nm" "$dir/$member" | grep -q ' U hz_je_tcache_decay$' ||
+	{ echo "jemalloc-rename.sh: $member calls no arena_decay (jemalloc 5.x expected)" >&2; exit 1; }

@@ -60,19 +60,27 @@ static void handle(void)
 	sigaction(SIGBUS, &sa, NULL);
 }
 
-/* memset(p, c, n); in the library's run again (for up to 2 s) until a
- * helper took part in one. */
+/* memset(p, c, n); in the library's run again (for up to 8 s: a helper
+ * runs at SCHED_IDLE, late on a busy host) until a helper took part in
+ * one. memset alone never wakes a helper (no system call), and helpers
+ * that missed every offer for a second stop polling: a large allocation
+ * each time around wakes them again. */
 static void warm(unsigned char *p, int c, size_t n)
 {
-	uint64_t end = now_ns() + 2000000000u;
-	for (;;) {
+	uint64_t end = now_ns() + 8000000000u;
+	for (int tries = 0;; tries++) {
 		uint64_t w0 = under_hz() ? counter("helpers.filled_bytes") : 0;
+		if (tries)
+			free(malloc((size_t)64 << 20));
 		memset(p, c, n);
 		if (!under_hz() || counter("helpers.filled_bytes") > w0)
 			return;
 		if (now_ns() > end)
-			fail("no helper took part in a large memset for 2 s (was a core idle?): the case would judge "
-			     "nothing");
+			fail("no helper took part in a large memset for 8 s (was a core idle?): the case would judge "
+			     "nothing (helpers: %llu threads, %llu fills, %llu busy, %llu late, %llu preempted)",
+			     (unsigned long long)counter("helpers.threads"), (unsigned long long)counter("helpers.fills"),
+			     (unsigned long long)counter("helpers.busy"), (unsigned long long)counter("helpers.late"),
+			     (unsigned long long)counter("helpers.preempted"));
 	}
 }
 
