@@ -44,7 +44,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_L3_SIZE] = {"L3_SIZE", HZ_OPT_SIZE, NONE, "detected",
 			    "L3 cache size (per core complex) to assume, overriding detection"},
 	[HZ_OPT_DIRTY_MAX] = {"DIRTY_MAX", HZ_OPT_SIZE, SIZE((uint64_t)256 << 20), NULL,
-			      "free memory the process's arenas keep for reuse, together; past it they release whole 2 MiB blocks, in one batch, until they hold a quarter of it less"},
+			      "free memory the process's arenas keep for reuse, together; past it they release whole 2 MiB blocks, in one batch, until they hold a quarter of it less (a block realloc moved to a larger one goes back at once, unless a block of its size was taken before)"},
 	[HZ_OPT_DIRTY_DECAY_MS] = {"DIRTY_DECAY_MS", HZ_OPT_UINT, SIZE(10000), NULL,
 				   "at the end of each window of this length, the free memory no allocation needed during it (its low-water mark) is released; 0 releases at once"},
 	[HZ_OPT_LARGE_MIN] = {"LARGE_MIN", HZ_OPT_SIZE, SIZE((uint64_t)1 << 20), NULL,
