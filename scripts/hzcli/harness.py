@@ -405,12 +405,17 @@ def postgres_server(ctx, alloc, data, options=()):
         for lib in env["LD_PRELOAD"].split():
             copies.append(os.path.join(d, os.path.basename(lib)))
             shutil.copy(lib, copies[-1])
-        preload = ["env", "LD_PRELOAD=" + " ".join(copies)] + (
-            ["HUGEZERO_SMALL=" + env["HUGEZERO_SMALL"]] if env.get("HUGEZERO_SMALL") else [])
+        # after runuser, which would not pass LD_PRELOAD on; the
+        # allocator's own settings with it (hz-hardened's, hz-over-mi's)
+        preload = ["env", "LD_PRELOAD=" + " ".join(copies)] + sorted(
+            "%s=%s" % (k, v) for k, v in env.items() if k.startswith("HUGEZERO_"))
     port = str(free_port())
+    # The server's environment is the allocator's, as every other case's
+    # (no HUGEZERO_ or MALLOC_CONF setting of the caller's).
     srv = subprocess.Popen(AS_PG + preload + [pg_bin() + "/postgres", "-D", data, "-k", d, "-p", port,
                                              "-c", "listen_addresses=", "-c", "fsync=off",
                                              "-c", "shared_buffers=128MB"] + list(options),
+                           env={k: v for k, v in env.items() if k != "LD_PRELOAD"},
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def postmaster():
