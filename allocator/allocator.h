@@ -464,7 +464,8 @@ void hz_purge_begin(struct hz_purge *g);
  * partial set also its free pages in memory outside whole blocks
  * (malloc_trim; not on hugetlb chunks). Returns the bytes gathered. */
 size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size_t most);
-/* Adds c's whole free 2 MiB blocks in memory that pages [lo, hi) touch;
+/* Adds c's whole free 2 MiB blocks in memory within pages [lo, hi) (a
+ * freed block's own: its partial ones, shared with its neighbours, stay);
  * returns the bytes gathered. */
 size_t hz_purge_gather_span(struct hz_purge *g, struct hz_chunk *c, size_t lo, size_t hi);
 /* Releases what is gathered, marks it released, and returns every byte
@@ -782,8 +783,8 @@ void hz_budget_bound(struct hz_arena *a);
  * block of each size behind, which the program will not take again
  * unless it grows such buffers again and again: where it is the only
  * block of its size class the arena ever handed out, its memory goes
- * back at once, the chunk's whole free 2 MiB blocks that [lo, hi) touches
- * (c), or the cached huge block h, unmapped. Where a second block of the
+ * back at once, the whole 2 MiB blocks within its pages [lo, hi) of c,
+ * or the cached huge block h, unmapped. Where a second block of the
  * class was taken, it is kept, as every freed block is: the budget and
  * its decay bound it. */
 void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_t lo, size_t hi,
@@ -1077,9 +1078,10 @@ void *hz_huge_cache_move(struct hz_huge *h, size_t size);
  * there is none, HZ_WORK_DEFERRED when only the reserve is left to fill
  * and the program is taking page faults (touching memory): populating
  * now would compete with them; ask again in a while. HZ_WORK_BUSY when
- * the dirty memory left is in arenas where the program took or freed a
- * large block within the last 50 us (it may take that memory again at
- * once): ask again after as long. */
+ * dirty memory is left in an arena where the program took or freed a
+ * large block since the last look (it may take that memory again at
+ * once): nothing else is done then (the reserve neither); ask again a
+ * little later. */
 #define HZ_WORK_DEFERRED 2
 #define HZ_WORK_BUSY 3
 int hz_work_once(void);

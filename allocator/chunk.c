@@ -381,8 +381,8 @@ size_t hz_purge_gather(struct hz_purge *g, struct hz_chunk *c, int partial, size
 
 size_t hz_purge_gather_span(struct hz_purge *g, struct hz_chunk *c, size_t lo, size_t hi)
 {
-	size_t from = lo / HZ_HUGE_PAGES * HZ_HUGE_PAGES, to = hz_round_up(hi, HZ_HUGE_PAGES);
-	return gather_in(g, c, 0, SIZE_MAX, from, to < HZ_CHUNK_PAGES ? to : HZ_CHUNK_PAGES);
+	size_t from = hz_round_up(lo, HZ_HUGE_PAGES), to = hi / HZ_HUGE_PAGES * HZ_HUGE_PAGES;
+	return to > from ? gather_in(g, c, 0, SIZE_MAX, from, to) : 0;
 }
 
 size_t hz_purge_chunk(struct hz_chunk *c, int partial, size_t most, struct hz_purge_result *res)

@@ -44,8 +44,11 @@ static int pays(struct hz_record *r)
  * bandwidth (32 MiB blocks recycled back to back ran at 0.51-0.72x the
  * speed without the zeroer). The arena's counters, read on the zeroer's
  * thread only: the allocator's calls pay nothing for it, and no clock is
- * read (a coarse one ticks in milliseconds). */
+ * read (a coarse one ticks in milliseconds). The look again comes
+ * BUSY_NS later, twice as late after each busy look in a row up to
+ * BUSY_MAX_NS: a program busy for long is not polled at 20 kHz. */
 #define BUSY_NS ((uint64_t)50000u)
+#define BUSY_MAX_NS ((uint64_t)1600000u)
 static int arena_busy(struct hz_arena *a)
 {
 	static uint64_t calls_seen[HZ_ARENAS];
@@ -309,11 +312,13 @@ int hz_work_once(void)
 		/* The reserve as it is: free clean pages across the arenas. */
 		size_t reserve = pass ? hz_arenas_clean_bytes() : 0, room = 0;
 		if (pass) {
-			if (!reserve_wanted(reserve) || (room = peak_room()) < HZ_PAGE)
+			/* A program busy with its large blocks: no population
+			 * beside it either (nor the system calls that ask). */
+			if (deferred || !reserve_wanted(reserve) || (room = peak_room()) < HZ_PAGE)
 				return deferred;
 			int faulting = program_faulting();
 			if (faulting)
-				return faulting > 0 ? HZ_WORK_DEFERRED : deferred;
+				return faulting > 0 ? HZ_WORK_DEFERRED : 0;
 		}
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
@@ -401,7 +406,7 @@ static void *zeroer_main(void *arg)
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
 	int slot = hz_crew_enter(&crew, gen);
 	uint64_t cpu_base = hz_os_thread_cpu_ns(); /* this thread's clock */
-	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0;
+	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0, busy_ns = BUSY_NS;
 	for (;;) {
 		int stop = slot < 0 || hz_crew_must_end(&crew, gen);
 		if (!stop)
@@ -421,12 +426,15 @@ static void *zeroer_main(void *arg)
 			 * or it takes and frees large blocks: look again once it
 			 * may have stopped. For at most LINGER in a row, then at
 			 * the decay's tick or the next free's wake. */
-			if (worked == HZ_WORK_BUSY)
-				hz_os_sleep_us(BUSY_NS / 1000);
-			else
+			if (worked == HZ_WORK_BUSY) {
+				hz_os_sleep_us(busy_ns / 1000);
+				busy_ns = busy_ns < BUSY_MAX_NS ? 2 * busy_ns : BUSY_MAX_NS;
+			} else {
 				hz_os_sleep_ms(1);
+			}
 			continue;
 		}
+		busy_ns = BUSY_NS;
 		if (worked == 1) {
 			idle_since = hz_os_now_ns();
 			continue;
