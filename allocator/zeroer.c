@@ -279,8 +279,10 @@ static int program_faulting(void)
 }
 
 /* The bytes the reserve may add to the process's footprint now: what
- * lies between its resident bytes and the peak the program reached, so
- * that the reserve never raises that peak; 0 where they cannot be read.
+ * lies between its resident bytes and the peak the program reached (its
+ * own address space's high-water mark, not that of the process it was
+ * exec'd from), so that the reserve never raises that peak; 0 where they
+ * cannot be read.
  * A program that touched no more than it keeps gets no reserve. */
 static size_t peak_room(void)
 {

@@ -376,22 +376,39 @@ int hz_os_minor_faults(uint64_t *process, uint64_t *thread)
 	return 0;
 }
 
+/* The number after "\nname" in /proc/self/status's text buf: 0, or
+ * EINVAL when the field is not there. */
+static int status_field(const char *buf, const char *name, uint64_t *v)
+{
+	const char *p = strstr(buf, name);
+	if (!p)
+		return EINVAL;
+	for (p += strlen(name); *p == ' ' || *p == '\t'; p++)
+		;
+	if (*p < '0' || *p > '9')
+		return EINVAL;
+	*v = strtoull(p, NULL, 10);
+	return 0;
+}
+
+/* /proc/self/status, NUL-terminated in buf (4 KiB): 0, or an errno. */
+static int read_status(char buf[4096])
+{
+	size_t len;
+	return hz_os_read_file("/proc/self/status", buf, 4096, &len);
+}
+
 int hz_os_footprint(size_t *rss, size_t *peak)
 {
-	char buf[128];
-	size_t len;
-	struct rusage u;
-	int saved = errno;
-	int e = hz_os_read_file("/proc/self/statm", buf, sizeof buf, &len);
+	char buf[4096];
+	uint64_t now, most;
+	int e = read_status(buf);
+	if (!e)
+		e = status_field(buf, "\nVmRSS:", &now) ? EINVAL : status_field(buf, "\nVmHWM:", &most);
 	if (e)
 		return e;
-	char *p = strchr(buf, ' ');
-	if (!p || getrusage(RUSAGE_SELF, &u)) {
-		errno = saved;
-		return EINVAL;
-	}
-	*rss = (size_t)strtoull(p + 1, NULL, 10) * hz_page_size;
-	*peak = (size_t)u.ru_maxrss << 10;
+	*rss = (size_t)now << 10;
+	*peak = (size_t)most << 10;
 	return 0;
 }
 
@@ -474,16 +491,10 @@ int hz_os_sched_normal(int tid)
 int hz_os_seccomp_mode(void)
 {
 	char buf[4096];
-	size_t len;
-	if (hz_os_read_file("/proc/self/status", buf, sizeof buf - 1, &len))
+	uint64_t mode;
+	if (read_status(buf) || status_field(buf, "\nSeccomp:", &mode) || mode > 2)
 		return -1;
-	buf[len] = 0;
-	const char *p = strstr(buf, "\nSeccomp:");
-	if (!p)
-		return -1;
-	for (p += sizeof "\nSeccomp:" - 1; *p == ' ' || *p == '\t'; p++)
-		;
-	return *p >= '0' && *p <= '2' ? *p - '0' : -1;
+	return (int)mode;
 }
 
 int hz_os_sched_inherit(int tid)

@@ -191,9 +191,11 @@ uint64_t hz_os_thread_cpu_ns(void);
  * whole process's into *process, the calling thread's into *thread. 0, or
  * the errno of the refusal (a seccomp filter). */
 int hz_os_minor_faults(uint64_t *process, uint64_t *thread);
-/* The process's resident bytes now (/proc/self/statm) and at most so far
- * (getrusage's ru_maxrss, the kernel's high-water mark): 0, or an errno
- * (no /proc, no fd left, a filter). */
+/* The process's resident bytes now and at most so far (/proc/self/status:
+ * VmRSS and VmHWM, the high-water mark of this program's own address
+ * space; not getrusage's ru_maxrss, which carries the peak of whatever
+ * process exec'd it, and not reset by /proc/PID/clear_refs as VmHWM is):
+ * 0, or an errno (no /proc, no fd left, a filter). */
 int hz_os_footprint(size_t *rss, size_t *peak);
 
 /* ---- threads ---- */

@@ -25,6 +25,8 @@ preloaded "a freed block written in part: only its pages in memory cleared, the 
 	env HUGEZERO_FRESH=small HUGEZERO_POPULATE=0 HUGEZERO_RESERVE=0 "$prog" sparse
 preloaded "a program that only grows: no reserve above its peak" \
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" peak
+preloaded "exec'd from a process of 256 MiB: its peak is no room for the reserve" \
+	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" peak_exec
 # Small fresh pages, so that every touch is a fault (on huge ones, which
 # fresh memory's measurement may choose, a fault comes every 2 MiB and the
 # reserve rightly fills between them), and no population of the program's
