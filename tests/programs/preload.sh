@@ -299,16 +299,19 @@ else
 fi
 # The embedded jemalloc's defaults (allocator/small.c), read back through
 # mallctl; MALLOC_CONF wins where it sets a key.
+# (tcache_nslots_large is an unsigned, the others 8 bytes).
 opt='import ctypes, sys
-lib, v, n = ctypes.CDLL(None), ctypes.c_ssize_t(), ctypes.c_size_t(8)
+lib = ctypes.CDLL(None)
 for name in sys.argv[1:]:
+    v = ctypes.c_uint() if name == "tcache_nslots_large" else ctypes.c_ssize_t()
+    n = ctypes.c_size_t(ctypes.sizeof(v))
     if lib.mallctl(b"opt." + name.encode(), ctypes.byref(v), ctypes.byref(n), None, ctypes.c_size_t(0)):
         sys.exit("mallctl opt." + name + " failed")
     print(v.value, end=" ")'
-keys="tcache_max tcache_gc_incr_bytes lg_extent_max_active_fit dirty_decay_ms muzzy_decay_ms"
+keys="tcache_max tcache_gc_incr_bytes lg_extent_max_active_fit dirty_decay_ms muzzy_decay_ms tcache_nslots_large"
 ours=$(LD_PRELOAD=$lib /usr/bin/python3 -c "$opt" $keys 2>&1)
 theirs=$(MALLOC_CONF=tcache_max:65536,muzzy_decay_ms:0 LD_PRELOAD=$lib /usr/bin/python3 -c "$opt" $keys 2>&1)
-if [ "$ours" = "1048576 4194304 16 10000 -1 " ] && [ "$theirs" = "65536 4194304 16 10000 0 " ]; then
+if [ "$ours" = "1048576 4194304 16 10000 -1 4 " ] && [ "$theirs" = "65536 4194304 16 10000 0 4 " ]; then
 	ok "jemalloc's configuration: $keys ($ours), MALLOC_CONF wins ($theirs)"
 else
 	bad "jemalloc's configuration: '$ours', with MALLOC_CONF=tcache_max:65536 '$theirs'"
