@@ -682,16 +682,8 @@ struct hz_arena {
 				    * the reserve refills up to this much (budget.c) */
 	struct hz_record populated, cleared; /* the zeroer's recent record here */
 	uint8_t takes[HZ_TAKE_CLASSES];    /* blocks taken of each size class, up to 2 (budget.c) */
-	uint64_t calls;            /* large blocks taken and freed here: written under the lock
-				    * (hz_arena_called), read without it by the zeroer */
 	struct hz_arena_counters n;
 };
-
-/* A block taken from a or freed to it (a's lock held). */
-static inline void hz_arena_called(struct hz_arena *a)
-{
-	__atomic_store_n(&a->calls, a->calls + 1, __ATOMIC_RELAXED);
-}
 
 extern struct hz_arena hz_arenas[HZ_ARENAS];
 /* Whether chunks come from the hugetlb pool (MAP_HUGETLB) when it can give

@@ -160,7 +160,6 @@ void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int ze
 {
 	hz_arena_note_low(a);
 	a->n.nalloc++;
-	hz_arena_called(a);
 	hz_arena_count_take(a, bytes);
 	if (fresh)
 		a->n.reserve_misses++;

@@ -149,7 +149,6 @@ int hz_huge_cache_free(struct hz_huge *h, int cleared, int grown)
 	if (cleared) /* and its mapping past it, never written since it was last cleared */
 		h->dirty = 0;
 	a->n.nfree++;
-	hz_arena_called(a);
 	h->freed = ++a->frees;
 	a->allocated -= h->size;
 	h->next = a->cache;

@@ -176,7 +176,6 @@ int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail, int
 			hz_chunk_set_fresh(c, i + n - tail, i + n);
 		}
 		a->n.nfree++;
-		hz_arena_called(a);
 		c->freed = ++a->frees;
 		a->allocated -= n << HZ_PAGE_SHIFT;
 		if (grown) {

@@ -46,11 +46,12 @@ struct hz_small_engine hz_small = {
  *   server's churn as it went, which every reply faulted in again: Redis's
  *   LRANGE of 500 KB values, 213 K faults and 4.7 requests/s, tcmalloc's
  *   49 K and 7.1; with lazy freeing, 49 K and 14.7;
- * - tcache_nslots_large 4: a thread cache keeps 4 blocks of each size
- *   class from 16 KiB up, not 20. With tcache_max 1 MiB, 20 of each of
- *   those classes let every thread hoard up to hundreds of MiB; blocks
- *   freed by other threads stayed in their caches (threads_bench mixed,
- *   4 threads, 8 B-4 MiB: peak RSS 549 MiB, 472 with 4; time 1.06x). */
+ * - tcache_nslots_large 4: a thread cache keeps 4 blocks of each of
+ *   jemalloc's large classes (from 16 KiB with 4 KiB pages), not 20.
+ *   With tcache_max 1 MiB, 20 of each let every thread hoard up to 128
+ *   MiB (26 with 4), and blocks freed by other threads stayed in the
+ *   freeing thread's cache (threads_bench mixed, 4 threads, 8 B-4 MiB:
+ *   peak RSS 549 MiB, 472 with 4; time 1.06x). */
 const char *hz_je_malloc_conf = "tcache_max:1048576,tcache_gc_incr_bytes:4194304,lg_extent_max_active_fit:16,"
 				"dirty_decay_ms:10000,muzzy_decay_ms:-1,tcache_nslots_large:4";
 

@@ -36,10 +36,8 @@ static int pays(struct hz_record *r)
 
 /* Whether the program took or freed a large block in a since the zeroer
  * last looked there: 1, or 0 when it has been still since (the zeroer
- * looks again BUSY_NS after a 1: still that long at least). Read without
- * a's lock: the zeroer, at SCHED_IDLE, takes no lock of an arena the
- * program is using only to learn that (preempted while holding it, it
- * would stall the program's calls there until it ran again).
+ * looks again BUSY_NS after a 1: still that long at least; a's lock
+ * held).
  * A program that frees a block and takes one again at once (a buffer per
  * request, back to back) clears it itself, hot in its cache; a claim of
  * the block it is about to take makes it wait for the clear's step, or
@@ -49,24 +47,29 @@ static int pays(struct hz_record *r)
  * thread only: the allocator's calls pay nothing for it, and no clock is
  * read (a coarse one ticks in milliseconds). The look again comes
  * BUSY_NS later, twice as late after each busy look in a row up to
- * BUSY_MAX_NS, however long the program stays busy (its own frees run the
- * decay meanwhile), and no free wakes the zeroer before that: MariaDB's
- * sort buffers, taken and freed 2,000 times a second, woke it 500 times a
- * second at a 1.6 ms bound (3% of its transactions with the zeroer). */
+ * BUSY_MAX_NS, and no free wakes the zeroer before that: MariaDB's sort
+ * buffers, taken and freed 2,000 times a second, woke it 500 times a
+ * second at a 1.6 ms bound. A look asks about the whole rest before it:
+ * asked about its last 50 us only, it found MariaDB's half-millisecond
+ * gaps quiet, claimed the buffers MariaDB was about to take and woke as
+ * often as before. So the first clear after the program's large calls
+ * stop comes up to 2 x 25.6 ms later. */
 #define BUSY_NS ((uint64_t)50000u)
 #define BUSY_MAX_NS ((uint64_t)25600000u)
 static int arena_busy(struct hz_arena *a)
 {
 	static uint64_t calls_seen[HZ_ARENAS];
 	size_t i = (size_t)(a - hz_arenas);
-	uint64_t calls = __atomic_load_n(&a->calls, __ATOMIC_RELAXED);
+	uint64_t calls = a->n.nalloc + a->n.nfree;
 	int busy = calls != calls_seen[i];
 	calls_seen[i] = calls;
 	return busy;
 }
 
+
 /* The arena's most recently freed dirty memory, claimed for a clear (a's
- * lock held): 1, or 0 when it has none. */
+ * lock held): 1, 0 when it has none, HZ_WORK_BUSY while the program
+ * takes and frees large blocks there (arena_busy). */
 static int claim_dirty(struct hz_arena *a)
 {
 	struct hz_chunk *best = NULL;
@@ -85,6 +88,8 @@ static int claim_dirty(struct hz_arena *a)
 			h = q;
 	if (!best && !h)
 		return 0;
+	if (arena_busy(a))
+		return HZ_WORK_BUSY;
 	if (h && (!best || h->freed > best->freed)) {
 		size_t len = h->mapped - h->cleared < HZ_HUGE_SIZE ? h->mapped - h->cleared : HZ_HUGE_SIZE;
 		hz_claim_set(a, NULL, 0, 0, h, h->cleared, len, 0);
@@ -319,22 +324,20 @@ int hz_work_once(void)
 		if (pass) {
 			/* A program busy with its large blocks: no population
 			 * beside it either (nor the system calls that ask). */
-			if (deferred || !reserve_wanted(reserve) || (room = peak_room()) < HZ_PAGE)
+			if (deferred || !reserve_wanted(reserve))
 				return deferred;
 			int faulting = program_faulting();
 			if (faulting)
 				return faulting > 0 ? HZ_WORK_DEFERRED : 0;
+			if ((room = peak_room()) < HZ_PAGE)
+				return 0;
 		}
 		for (int n = 0; n < HZ_ARENAS; n++) {
 			struct hz_arena *a = &hz_arenas[(next + (unsigned)n) % HZ_ARENAS];
 			/* Its lock not even taken where nothing is free (its
-			 * published bytes) or the program is busy there. */
+			 * published bytes). */
 			if (!pass && !__atomic_load_n(&a->held, __ATOMIC_RELAXED))
 				continue;
-			if (!pass && arena_busy(a)) {
-				deferred = HZ_WORK_BUSY;
-				continue;
-			}
 			pthread_mutex_lock(&a->lock);
 			int got = pass ? claim_fresh(a, reserve, room) : !pays(&a->cleared) ? -1 : claim_dirty(a);
 			if (got == 0 && pass && a->nchunks) {
@@ -350,6 +353,8 @@ int hz_work_once(void)
 				got = claim_fresh(a, reserve, room);
 			}
 			pthread_mutex_unlock(&a->lock);
+			if (got == HZ_WORK_BUSY)
+				deferred = HZ_WORK_BUSY;
 			if (got != 1)
 				continue;
 			int failed;
@@ -428,7 +433,7 @@ static void *zeroer_main(void *arg)
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
 	int slot = hz_crew_enter(&crew, gen);
 	uint64_t cpu_base = hz_os_thread_cpu_ns(); /* this thread's clock */
-	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0, busy_ns = BUSY_NS;
+	uint64_t idle_since = hz_os_now_ns(), deferred_since = 0, busy_ns = BUSY_NS, decay_at = idle_since;
 	for (;;) {
 		int stop = slot < 0 || hz_crew_must_end(&crew, gen);
 		if (!stop)
@@ -439,9 +444,18 @@ static void *zeroer_main(void *arg)
 		cpu_base = cpu;
 		if (worked == HZ_WORK_BUSY) {
 			/* The program takes and frees large blocks: look again
-			 * once it may have stopped (arena_busy). */
+			 * once it may have stopped (arena_busy); the decay still
+			 * at its tick, for the arenas the program does not free
+			 * to meanwhile. */
+			uint64_t now = hz_os_now_ns();
+			if (now - decay_at >= (uint64_t)IDLE_TICK_MS * 1000000u) {
+				hz_work_decay();
+				decay_at = now;
+			}
 			rest(busy_ns, gen);
 			busy_ns = busy_ns < BUSY_MAX_NS ? 2 * busy_ns : BUSY_MAX_NS;
+			deferred_since = 0;
+			idle_since = hz_os_now_ns();
 			continue;
 		}
 		busy_ns = BUSY_NS;
@@ -463,6 +477,7 @@ static void *zeroer_main(void *arg)
 			continue;
 		}
 		int holds = stop ? 0 : hz_work_decay();
+		decay_at = hz_os_now_ns();
 		if (holds)
 			idle_since = hz_os_now_ns(); /* the linger counts from when the decay is done */
 		pthread_mutex_lock(&crew.lock);

@@ -376,39 +376,65 @@ int hz_os_minor_faults(uint64_t *process, uint64_t *thread)
 	return 0;
 }
 
-/* The number after "\nname" in /proc/self/status's text buf: 0, or
- * EINVAL when the field is not there. */
-static int status_field(const char *buf, const char *name, uint64_t *v)
+/* Reads /proc/self/status a line at a time, whatever its length (a
+ * process in many groups has a Groups line of kilobytes, before the
+ * fields below it), and stores in vals[i] the number after the line
+ * that starts with names[i] ("VmHWM:"): 0 when each of the n was found,
+ * or an errno (EINVAL: a field missing). errno kept. */
+static int status_fields(const char *const *names, uint64_t *vals, int n)
 {
-	const char *p = strstr(buf, name);
-	if (!p)
-		return EINVAL;
-	for (p += strlen(name); *p == ' ' || *p == '\t'; p++)
-		;
-	if (*p < '0' || *p > '9')
-		return EINVAL;
-	*v = strtoull(p, NULL, 10);
-	return 0;
-}
-
-/* /proc/self/status, NUL-terminated in buf (4 KiB): 0, or an errno. */
-static int read_status(char buf[4096])
-{
-	size_t len;
-	return hz_os_read_file("/proc/self/status", buf, 4096, &len);
+	char buf[1024];
+	int saved = errno, found = 0, skipping = 0;
+	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return hz_os_status(-1, saved);
+	size_t have = 0;
+	for (;;) {
+		ssize_t r = read(fd, buf + have, sizeof buf - 1 - have);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		have += (size_t)r;
+		char *line = buf, *nl;
+		while ((nl = memchr(line, '\n', (size_t)(buf + have - line)))) {
+			*nl = 0;
+			for (int i = 0; i < n && !skipping; i++) {
+				size_t len = strlen(names[i]);
+				if (strncmp(line, names[i], len))
+					continue;
+				const char *p = line + len;
+				while (*p == ' ' || *p == '\t')
+					p++;
+				if (*p >= '0' && *p <= '9') {
+					vals[i] = strtoull(p, NULL, 10);
+					found |= 1 << i;
+				}
+			}
+			skipping = 0;
+			line = nl + 1;
+		}
+		have = (size_t)(buf + have - line);
+		memmove(buf, line, have);
+		if (have == sizeof buf - 1) { /* a line longer than buf: its rest is no field */
+			have = 0;
+			skipping = 1;
+		}
+	}
+	close(fd);
+	errno = saved;
+	return found == (1 << n) - 1 ? 0 : EINVAL;
 }
 
 int hz_os_footprint(size_t *rss, size_t *peak)
 {
-	char buf[4096];
-	uint64_t now, most;
-	int e = read_status(buf);
-	if (!e)
-		e = status_field(buf, "\nVmRSS:", &now) ? EINVAL : status_field(buf, "\nVmHWM:", &most);
+	static const char *const names[] = {"VmRSS:", "VmHWM:"};
+	uint64_t v[2];
+	int e = status_fields(names, v, 2);
 	if (e)
 		return e;
-	*rss = (size_t)now << 10;
-	*peak = (size_t)most << 10;
+	*rss = (size_t)v[0] << 10;
+	*peak = (size_t)v[1] << 10;
 	return 0;
 }
 
@@ -490,9 +516,9 @@ int hz_os_sched_normal(int tid)
 
 int hz_os_seccomp_mode(void)
 {
-	char buf[4096];
+	static const char *const names[] = {"Seccomp:"};
 	uint64_t mode;
-	if (read_status(buf) || status_field(buf, "\nSeccomp:", &mode) || mode > 2)
+	if (status_fields(names, &mode, 1) || mode > 2)
 		return -1;
 	return (int)mode;
 }

@@ -338,10 +338,6 @@ static int raise_zeroer(void)
 	return raised;
 }
 
-/* The zeroer, started, given a core as on an idle host (root): waited
- * for to lower itself to SCHED_IDLE, its first act, up to a second, then
- * set to SCHED_FIFO. At SCHED_IDLE on a busy host it may get no CPU for
- * the whole case. Where that is refused (not root), it stays as it is. */
 /* The program's peak resident bytes so far: its address space's
  * high-water mark (VmHWM; getrusage's ru_maxrss also holds the peak of the
  * process this one was exec'd from). */
@@ -372,6 +368,10 @@ static void make_room(size_t bytes)
 	munmap(m, bytes);
 }
 
+/* The zeroer, started, given a core as on an idle host (root): waited
+ * for to lower itself to SCHED_IDLE, its first act, up to a second, then
+ * set to SCHED_FIFO. At SCHED_IDLE on a busy host it may get no CPU for
+ * the whole case. Where that is refused (not root), it stays as it is. */
 static void give_zeroer_a_core(void)
 {
 	for (int i = 0; i < 1000 && !raise_zeroer(); i++)
@@ -725,10 +725,17 @@ static int reserve(void)
 /* A program that only grows, idle between its blocks (taken fresh, as
  * in reserve()): the reserve, which would fill above every peak the
  * program reached itself, never fills, and the peak stays the program's. */
-static int peak(void)
+static int peak(int execd)
 {
 	unsigned char *b[12];
 	uint64_t grown = 0;
+	struct rusage u;
+	/* The case's premise (peak_exec): the kernel reports the parent's
+	 * peak as this process's. */
+	if (execd && (getrusage(RUSAGE_SELF, &u) || (uint64_t)u.ru_maxrss << 10 < 256 * MIB)) {
+		fprintf(stderr, "zeroer: ru_maxrss %ld KiB after the exec, not the parent's 256 MiB\n", u.ru_maxrss);
+		return 1;
+	}
 	for (int i = 0; i < 12; i++) {
 		b[i] = grown_block(i);
 		uint64_t before = peak_rss();
@@ -759,7 +766,7 @@ static int peak_exec(char **argv)
 		return 3;
 	for (size_t k = 0; k < bytes; k += PAGE)
 		m[k] = 1;
-	char *args[] = {argv[0], "peak", NULL};
+	char *args[] = {argv[0], "peak", "execd", NULL};
 	execv("/proc/self/exe", args);
 	perror("zeroer: execv");
 	return 3;
@@ -875,7 +882,7 @@ int main(int argc, char **argv)
 	if (argc >= 2 && !strcmp(argv[1], "sparse"))
 		return sparse();
 	if (argc >= 2 && !strcmp(argv[1], "peak"))
-		return peak();
+		return peak(argc >= 3);
 	if (argc >= 2 && !strcmp(argv[1], "peak_exec"))
 		return peak_exec(argv);
 	if (argc >= 2 && !strcmp(argv[1], "faulting"))

@@ -21,6 +21,15 @@ preloaded "the reserve (below the program's peak): found in memory, within its l
 	env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 "$prog" reserve
 # Small fresh pages: on huge ones the first MiB's touch brings in its
 # whole huge page, which the zeroer then rightly clears.
+# VmRSS and VmHWM, which bound the reserve, come after the Groups line of
+# /proc/self/status: kilobytes long in a process of 2000 groups.
+if [ "$(id -u)" = 0 ]; then
+	preloaded "the reserve in a process of 2000 groups (its status past 8 KiB)" \
+		env HUGEZERO_RESERVE=16M HUGEZERO_DIRTY_DECAY_MS=300 /usr/bin/python3 -c \
+		'import os, sys; os.setgroups(range(100000, 102000)); os.execv(sys.argv[1], [sys.argv[1], "reserve"])' "$prog"
+else
+	echo "skip - the reserve in a process of 2000 groups: setgroups needs root"
+fi
 preloaded "a freed block written in part: only its pages in memory cleared, the rest left out" \
 	env HUGEZERO_FRESH=small HUGEZERO_POPULATE=0 HUGEZERO_RESERVE=0 "$prog" sparse
 preloaded "a program that only grows: no reserve above its peak" \
