@@ -48,7 +48,7 @@ static int pays(struct hz_record *r)
  * read (a coarse one ticks in milliseconds). The look again comes
  * BUSY_NS later, twice as late after each busy look in a row up to
  * BUSY_MAX_NS, and no free wakes the zeroer before that: MariaDB's sort
- * buffers, taken and freed 2,000 times a second, woke it 500 times a
+ * buffers, taken and freed 2,000 times a second, woke it 430-500 times a
  * second at a 1.6 ms bound. A look asks about the whole rest before it:
  * asked about its last 50 us only, it found MariaDB's half-millisecond
  * gaps quiet, claimed the buffers MariaDB was about to take and woke as
@@ -65,7 +65,6 @@ static int arena_busy(struct hz_arena *a)
 	calls_seen[i] = calls;
 	return busy;
 }
-
 
 /* The arena's most recently freed dirty memory, claimed for a clear (a's
  * lock held): 1, 0 when it has none, HZ_WORK_BUSY while the program
