@@ -959,9 +959,10 @@ void hz_helpers_start(void);
  * caller's scheduling where permitted); with bound, at most 100 ms.
  * 1 when no step is in flight, 0 when the bound passed. */
 int hz_job_end(struct hz_job *j, int bound);
-/* memset(p, c, size) with kernel, split over the calling thread and the
- * helpers, every byte written before it returns: 1, or 0 (nothing
- * written) below HZ_HELPERS_MIN or when no helper may take part. With
+/* memset(p, c, size) split over the calling thread and the helpers,
+ * every byte written before it returns: 1 with the kernel it ran in
+ * *used (as split fills learn it, arch/learn.c), or 0 (nothing written)
+ * below HZ_HELPERS_MIN or when no helper may take part. With
  * may_start (an allocation's clear) helpers are started and woken; without
  * (memset, which may run in a signal handler that interrupted malloc) no
  * system call is made and no lock taken: only helpers polling take part.
@@ -971,7 +972,7 @@ int hz_job_end(struct hz_job *j, int bound);
  * published (hz_large_protected ends fills after it sets it). A memset
  * nested in a split one of the same thread (a signal handler's) is not
  * split. */
-int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start, const int *refused);
+int hz_helpers_fill(void *p, int c, size_t size, int may_start, const int *refused, unsigned *used);
 /* The calling thread leaves its frames by a jump (longjmp from a signal
  * handler): its split fill in flight, if any, ends (its helpers' steps
  * waited for), so that nothing writes after the jump. */

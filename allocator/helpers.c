@@ -525,7 +525,7 @@ static struct fill *fill_take(void)
 	return NULL;
 }
 
-int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start, const int *refused)
+int hz_helpers_fill(void *p, int c, size_t size, int may_start, const int *refused, unsigned *used)
 {
 	if (threads < 2 || size < HZ_HELPERS_MIN)
 		return 0;
@@ -541,6 +541,12 @@ int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start,
 	mine = NULL;
 	if (!(f = fill_take()))
 		return 0;
+	/* The kernel as split fills of the size have learnt it, timed whole:
+	 * what the cache does with a piece on each core is not what it does
+	 * with a fill alone (arch/learn.c). */
+	int arm = hz_learns(size) ? hz_learn_arm(HZ_LEARN_SPLIT, c, size) : -1;
+	unsigned kernel = arm >= 0 ? hz_learn_kernel(c, arm) : hz_policy_pick(&hz_policy, c, size);
+	uint64_t t0 = arm >= 0 ? hz_arch_ticks() : 0;
 	struct hz_job *j = &f->job;
 	hz_job_init(j, HZ_JOB_FILL, p, size);
 	j->c = c;
@@ -573,9 +579,12 @@ int hz_helpers_fill(void *p, int c, size_t size, unsigned kernel, int may_start,
 		/* Every byte is written before this returns: a helper's step in
 		 * flight is waited for (it started on an idle core). */
 		fill_end(f);
+		if (arm >= 0)
+			hz_learn_record(HZ_LEARN_SPLIT, c, size, arm, hz_arch_ticks() - t0);
 	}
 	hz_os_cancel_restore(cancel);
 	add(&n.fills, 1);
+	*used = kernel;
 	return 1;
 }
 

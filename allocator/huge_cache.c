@@ -68,8 +68,8 @@ static void zero_recycled(unsigned char *p, size_t n)
 {
 	if (n >= HZ_HELPERS_MIN + HZ_JOB_STEP) {
 		size_t rest = n - HZ_JOB_STEP;
-		unsigned k = hz_policy_pick(&hz_policy, 0, rest);
-		if (hz_helpers_fill(p + HZ_JOB_STEP, 0, rest, k, 1, NULL)) {
+		unsigned k;
+		if (hz_helpers_fill(p + HZ_JOB_STEP, 0, rest, 1, NULL, &k)) {
 			hz_count_kernel(k, rest);
 			hz_zero_hinted_counted(p, HZ_JOB_STEP, p);
 			return;

@@ -190,21 +190,30 @@ static inline void hz_fill(unsigned k, void *p, int c, size_t n)
 #define HZ_LEARN_MIN ((size_t)4 << 20)
 #define HZ_LEARN_CLASSES 17 /* 4 MiB, 6 MiB, 8 MiB, 12 MiB, ... 1 GiB and up */
 #define HZ_LEARN_ARMS 3
+#define HZ_LEARN_KEPT 3 /* samples kept per arm; its cost is the least */
 struct hz_learn {
 	uint32_t calls;
-	uint32_t last;                /* the arm of the class's last fill, plus 1; 0: none */
-	uint32_t n[HZ_LEARN_ARMS];    /* samples of each arm */
-	uint32_t cost[HZ_LEARN_ARMS]; /* its ticks per KiB, a moving average; 0: none yet */
+	uint32_t last;             /* the arm of the class's last fill, plus 1; 0: none */
+	uint32_t n[HZ_LEARN_ARMS]; /* samples of each arm */
+	uint32_t kept[HZ_LEARN_ARMS][HZ_LEARN_KEPT]; /* its last ticks per KiB, sample n at n % KEPT */
 };
-/* [0] zero fills, [1] the others. */
-extern struct hz_learn hz_learn[2][HZ_LEARN_CLASSES];
+/* A fill runs alone on the caller's thread or split over the helpers
+ * (allocator/helpers.c): each way learns apart, for what splitting a
+ * fill does to the cache each core sees is not what one core sees. */
+enum { HZ_LEARN_ALONE, HZ_LEARN_SPLIT, HZ_LEARN_WAYS };
+/* [way][0] zero fills, [way][1] the others. */
+extern struct hz_learn hz_learn[HZ_LEARN_WAYS][2][HZ_LEARN_CLASSES];
 /* The kernel of arm a for fill byte c (a >= hz_learn_arms(c): none). */
 unsigned hz_learn_kernel(int c, int a);
 int hz_learn_arms(int c);
-/* Which arm a fill of (c, n) takes. */
-int hz_learn_arm(int c, size_t n);
+/* Which arm a fill of (c, n) the way way takes. */
+int hz_learn_arm(int way, int c, size_t n);
 /* What it cost, in hz_arch_ticks. */
-void hz_learn_record(int c, size_t n, int arm, uint64_t ticks);
+void hz_learn_record(int way, int c, size_t n, int arm, uint64_t ticks);
+/* The kernel the class has found cheapest so far, taking no turn and
+ * timing nothing: for a fill that is not the program's (the zeroer's).
+ * The policy's rule until every arm has its samples. */
+unsigned hz_learn_best(int way, int c, size_t n);
 /* Fills [p, p+n) with the kernel the class has found cheaper (or is
  * trying), timed; returns the kernel's index. */
 unsigned hz_learn_fill(void *p, int c, size_t n);
@@ -218,6 +227,12 @@ int hz_learn_stopped(void);
 static inline int hz_learns(size_t n)
 {
 	return n >= HZ_LEARN_MIN && __atomic_load_n(&hz_policy.learn, __ATOMIC_RELAXED);
+}
+/* The kernel for a fill of (c, n) alone that is not timed itself: what
+ * the class has learnt where the policy learns, else the policy's rule. */
+static inline unsigned hz_policy_pick_learnt(int c, size_t n)
+{
+	return hz_learns(n) ? hz_learn_best(HZ_LEARN_ALONE, c, n) : hz_policy_pick(&hz_policy, c, n);
 }
 
 /* ---- arch/cache.c (portable: Linux sysfs and reconciliation) ---- */

@@ -1,5 +1,6 @@
 /* The hinted clear: whole extents per kernel call, the page the caller
- * touches first cleared last with cache-allocating stores. */
+ * touches first cleared last with cache-allocating stores; from
+ * HZ_LEARN_MIN the far sections' kernel is learnt as memset's is. */
 #include "../os/os.h"
 #include "arch.h"
 
@@ -36,7 +37,14 @@ unsigned hz_clear_plan(const void *p, size_t n, const void *hint, struct hz_sect
 unsigned hz_zero_hinted(void *p, size_t n, const void *hint, struct hz_section done[3])
 {
 	unsigned k = hz_clear_plan(p, n, hint, done);
-	for (unsigned i = 0; i < k; i++)
-		hz_fill(done[i].kernel, (char *)p + done[i].off, 0, done[i].len);
+	for (unsigned i = 0; i < k; i++) {
+		char *at = (char *)p + done[i].off;
+		/* Only a far section is that long: its kernel as memset's of
+		 * that size, learnt (learn.c), not the cache sizes' rule. */
+		if (hz_learns(done[i].len))
+			done[i].kernel = hz_learn_fill(at, 0, done[i].len);
+		else
+			hz_fill(done[i].kernel, at, 0, done[i].len);
+	}
 	return k;
 }

@@ -8,17 +8,19 @@
  * 64-384 MiB where streaming stores wrote 17; on Zen 5, CLZERO wrote 51-78
  * GB/s at 32-256 MiB where streaming stores wrote 88. So from HZ_LEARN_MIN
  * each half-octave size class keeps what each arm has cost it (ticks per
- * KiB, a moving average, zero and non-zero fills apart) and takes the
- * cheapest, trying another now and then so that a change is seen; every
- * arm is tried first (see hz_learn_arm). Races between threads only blur an average. */
+ * KiB, the least of its last three, zero and non-zero fills apart)
+ * and takes the cheapest, trying another now and then so that a change
+ * is seen; every arm is tried first (see hz_learn_arm). Races between
+ * threads only blur the samples. */
 #include "arch.h"
 
 #define FIRST 22    /* log2(HZ_LEARN_MIN) */
-#define SAMPLES 3   /* each arm's samples before the averages decide */
+#define SAMPLES HZ_LEARN_KEPT /* each arm's samples before they decide */
+#define RUN 8       /* calls of each arm in turn until then */
 #define EXPLORE 256 /* then two calls in EXPLORE take another arm, */
 #define SURE 4096   /* or in SURE once the best costs half the next */
 
-struct hz_learn hz_learn[2][HZ_LEARN_CLASSES];
+struct hz_learn hz_learn[HZ_LEARN_WAYS][2][HZ_LEARN_CLASSES];
 
 /* Half octaves: [2^b, 1.5 x 2^b) and [1.5 x 2^b, 2^(b+1)) from 4 MiB. */
 static unsigned class_of(size_t n)
@@ -30,9 +32,9 @@ static unsigned class_of(size_t n)
 	return k < HZ_LEARN_CLASSES ? k : HZ_LEARN_CLASSES - 1;
 }
 
-static struct hz_learn *entry(int c, size_t n)
+static struct hz_learn *entry(int way, int c, size_t n)
 {
-	return &hz_learn[(unsigned char)c != 0][class_of(n)];
+	return &hz_learn[way][(unsigned char)c != 0][class_of(n)];
 }
 
 int hz_learn_arms(int c)
@@ -47,48 +49,87 @@ unsigned hz_learn_kernel(int c, int a)
 	return (unsigned char)c ? hz_policy.fill[1 + a] : hz_policy.zero[1 + a];
 }
 
-/* A sample counts only when the class's fill before it took the same
- * arm: after streaming stores the cache holds none of the buffer, after
- * cached ones it holds the last of it, and the first fill after a switch
- * pays for what the other arm left. So arms are tried in runs (SAMPLES + 1
- * calls each, then two calls at a time), and the cached arm (0) keeps the
- * class unless another costs a tenth less: what it leaves in cache the
- * program reads after, which no timing here sees. */
-int hz_learn_arm(int c, size_t n)
+/* The least of an arm's kept samples: what it costs when nothing is in
+ * its way. A fill is only ever slowed, by an interrupt or a stall (a
+ * virtual machine's, 1 ms and more) or by a cache still cold (a cached
+ * kernel's first fills of a size the cache holds), so neither decides;
+ * an arm that got dearer for good shows it within three samples. */
+static uint64_t least_kept(const uint32_t *k)
 {
-	struct hz_learn *l = entry(c, n);
-	int arms = hz_learn_arms(c), best = 0;
-	uint32_t calls = __atomic_fetch_add(&l->calls, 1, __ATOMIC_RELAXED);
-	for (int a = 0; a < arms; a++)
+	uint32_t least = UINT32_MAX;
+	for (int i = 0; i < HZ_LEARN_KEPT; i++) {
+		uint32_t v = __atomic_load_n(&k[i], __ATOMIC_RELAXED);
+		if (v && v < least)
+			least = v;
+	}
+	return least;
+}
+
+/* The class's cheapest arm by its samples' least (the cached arm unless
+ * another costs a fifth less), with its cost and the next cheapest one;
+ * -1 while an arm has fewer than SAMPLES. */
+static int cheapest(const struct hz_learn *l, int arms, uint64_t *best_cost, uint64_t *next_cost)
+{
+	uint64_t cost[HZ_LEARN_ARMS];
+	int best = 0;
+	for (int a = 0; a < arms; a++) {
 		if (__atomic_load_n(&l->n[a], __ATOMIC_RELAXED) < SAMPLES)
-			return (int)(calls / (SAMPLES + 1) % (unsigned)arms);
-	uint64_t cost[HZ_LEARN_ARMS], next = UINT64_MAX;
-	for (int a = 0; a < arms; a++)
-		cost[a] = __atomic_load_n(&l->cost[a], __ATOMIC_RELAXED);
+			return -1;
+		cost[a] = least_kept(l->kept[a]);
+	}
 	for (int a = 1; a < arms; a++)
-		if (cost[a] * 10 < cost[best] * 9)
+		if (cost[a] * 5 < cost[best] * 4)
 			best = a;
+	uint64_t next = UINT64_MAX;
 	for (int a = 0; a < arms; a++)
 		if (a != best && cost[a] < next)
 			next = cost[a];
-	uint32_t every = cost[best] * 2 <= next ? SURE : EXPLORE;
+	*next_cost = next;
+	*best_cost = cost[best];
+	return best;
+}
+
+/* A sample counts only when the class's fill before it took the same
+ * arm: after streaming stores the cache holds none of the buffer, after
+ * cached ones it holds the last of it, and the first fill after a switch
+ * pays for what the other arm left; a cached kernel's next few fills of
+ * a size the cache can hold still find it partly cold (64 MiB split over
+ * two cores of a virtual machine: 3-6 ms, then 1.4). So arms are tried
+ * in runs (RUN calls each, the cached arm's first, until every arm has
+ * its samples; then two calls at a time), and the cached arm (0) keeps
+ * the class unless another costs a fifth less: what it leaves in cache
+ * the program reads after, which no timing here sees. */
+int hz_learn_arm(int way, int c, size_t n)
+{
+	struct hz_learn *l = entry(way, c, n);
+	int arms = hz_learn_arms(c);
+	uint32_t calls = __atomic_fetch_add(&l->calls, 1, __ATOMIC_RELAXED);
+	uint64_t cost, next;
+	int best = cheapest(l, arms, &cost, &next);
+	if (best < 0)
+		return (int)(calls / RUN % (unsigned)arms);
+	uint32_t every = cost * 2 <= next ? SURE : EXPLORE;
 	if (calls % every >= 2)
 		return best;
 	return (int)((unsigned)best + 1 + (calls / every) % (unsigned)(arms - 1)) % arms; /* another, in turn */
 }
 
-void hz_learn_record(int c, size_t n, int arm, uint64_t ticks)
+unsigned hz_learn_best(int way, int c, size_t n)
 {
-	struct hz_learn *l = entry(c, n);
+	uint64_t cost, next;
+	int best = cheapest(entry(way, c, n), hz_learn_arms(c), &cost, &next);
+	return best < 0 ? hz_policy_pick(&hz_policy, c, n) : hz_learn_kernel(c, best);
+}
+
+void hz_learn_record(int way, int c, size_t n, int arm, uint64_t ticks)
+{
+	struct hz_learn *l = entry(way, c, n);
 	if (__atomic_exchange_n(&l->last, (uint32_t)arm + 1, __ATOMIC_RELAXED) != (uint32_t)arm + 1)
 		return; /* the class's first fill, or the first after a switch */
 	uint64_t per_kib = ticks / (n >> 10 ? n >> 10 : 1);
 	uint32_t cost = per_kib >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)per_kib + 1;
-	uint32_t old = __atomic_load_n(&l->cost[arm], __ATOMIC_RELAXED);
-	/* The first sample as it is, then a quarter of each new one. */
-	uint32_t avg = old ? (uint32_t)(((uint64_t)old * 3 + cost) / 4) : cost;
-	__atomic_store_n(&l->cost[arm], avg, __ATOMIC_RELAXED);
-	__atomic_fetch_add(&l->n[arm], 1, __ATOMIC_RELAXED);
+	uint32_t i = __atomic_fetch_add(&l->n[arm], 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&l->kept[arm][i % HZ_LEARN_KEPT], cost, __ATOMIC_RELAXED);
 }
 
 static int stopped;
@@ -106,10 +147,10 @@ int hz_learn_stopped(void)
 
 unsigned hz_learn_fill(void *p, int c, size_t n)
 {
-	int arm = hz_learn_arm(c, n);
+	int arm = hz_learn_arm(HZ_LEARN_ALONE, c, n);
 	unsigned k = hz_learn_kernel(c, arm);
 	uint64_t t0 = hz_arch_ticks();
 	hz_fill(k, p, c, n);
-	hz_learn_record(c, n, arm, hz_arch_ticks() - t0);
+	hz_learn_record(HZ_LEARN_ALONE, c, n, arm, hz_arch_ticks() - t0);
 	return k;
 }

@@ -49,8 +49,9 @@ int hz_stat(const char *name, uint64_t *value);
  * -1 with errno (EINVAL for an unknown format). */
 int hz_stats_dump(const char *path, const char *format);
 
-/* The name of the kernel that would serve a fill of n bytes with byte c,
- * under the current policy (for diagnostics). */
+/* The name of the kernel that would serve a fill of n bytes with byte c
+ * on the calling thread alone, under the current policy and what it has
+ * learnt so far (for diagnostics). */
 const char *hz_kernel_for(int c, size_t n);
 
 #ifdef __cplusplus

@@ -45,5 +45,5 @@ HZ_EXPORT const char *hz_kernel_for(int c, size_t n)
 {
 	if (n <= HZ_FRONT_MAX)
 		return "front";
-	return hz_kernels[hz_policy_pick(&hz_policy, c, n)].name;
+	return hz_kernels[hz_policy_pick_learnt(c, n)].name;
 }

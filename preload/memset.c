@@ -51,8 +51,8 @@ static void *fill(void *p, int c, size_t n)
 {
 	struct hz_huge *h = n >= HZ_HELPERS_MIN && hz_sees_jumps ? one_block(p, n) : NULL;
 	if (h && !__atomic_load_n(&h->program_protected, __ATOMIC_SEQ_CST)) {
-		unsigned k = hz_policy_pick(&hz_policy, c, n);
-		if (hz_helpers_fill(p, c, n, k, 0, &h->program_protected)) {
+		unsigned k;
+		if (hz_helpers_fill(p, c, n, 0, &h->program_protected, &k)) {
 			hz_count_kernel(k, n);
 			return p;
 		}
