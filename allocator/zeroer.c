@@ -191,9 +191,10 @@ static size_t clear_claimed(void)
 	size_t len = cl->c ? (cl->hi - cl->lo) << HZ_PAGE_SHIFT : cl->len;
 	size_t n = len >> HZ_PAGE_SHIFT;
 	/* The kernel calloc would take for all the dirty memory at hand (as
-	 * learnt where the policy learns): streaming stores for extents larger than the cache, whose lines
-	 * would only evict the program's; temporal ones below, whose lines the
-	 * program finds in the shared cache when it takes the block again. */
+	 * fills alone learnt it where the policy learns): streaming stores
+	 * for extents larger than the cache, whose lines would only evict the
+	 * program's; temporal ones below, whose lines the program finds in
+	 * the shared cache when it takes the block again. */
 	unsigned k = hz_policy_pick_learnt(0, cl->extent);
 	if (__atomic_load_n(&hz_work_forked, __ATOMIC_RELAXED)) {
 		/* Where the kernel cannot say (no /proc, no fd left, a filter),

@@ -194,6 +194,7 @@ static inline void hz_fill(unsigned k, void *p, int c, size_t n)
 struct hz_learn {
 	uint32_t calls;
 	uint32_t last;             /* the arm of the class's last fill, plus 1; 0: none */
+	uint32_t streak;           /* fills of that arm in a row before the last */
 	uint32_t n[HZ_LEARN_ARMS]; /* samples of each arm */
 	uint32_t kept[HZ_LEARN_ARMS][HZ_LEARN_KEPT]; /* its last ticks per KiB, sample n at n % KEPT */
 };

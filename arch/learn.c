@@ -16,8 +16,9 @@
 
 #define FIRST 22    /* log2(HZ_LEARN_MIN) */
 #define SAMPLES HZ_LEARN_KEPT /* each arm's samples before they decide */
-#define RUN 8       /* calls of each arm in turn until then */
-#define EXPLORE 256 /* then two calls in EXPLORE take another arm, */
+#define WARM 4      /* fills of an arm in a row before the next is a sample */
+#define RUN 8       /* calls of an arm in a row: while learning, and each look at another */
+#define EXPLORE 512 /* once learnt, RUN calls in EXPLORE take another arm, */
 #define SURE 4096   /* or in SURE once the best costs half the next */
 
 struct hz_learn hz_learn[HZ_LEARN_WAYS][2][HZ_LEARN_CLASSES];
@@ -89,16 +90,17 @@ static int cheapest(const struct hz_learn *l, int arms, uint64_t *best_cost, uin
 	return best;
 }
 
-/* A sample counts only when the class's fill before it took the same
- * arm: after streaming stores the cache holds none of the buffer, after
- * cached ones it holds the last of it, and the first fill after a switch
- * pays for what the other arm left; a cached kernel's next few fills of
- * a size the cache can hold still find it partly cold (64 MiB split over
- * two cores of a virtual machine: 3-6 ms, then 1.4). So arms are tried
- * in runs (RUN calls each, the cached arm's first, until every arm has
- * its samples; then two calls at a time), and the cached arm (0) keeps
- * the class unless another costs a fifth less: what it leaves in cache
- * the program reads after, which no timing here sees. */
+/* A sample counts only after WARM fills of the same arm in a row: after
+ * streaming stores the cache holds none of the buffer, after cached ones
+ * it holds the last of it, and the first fills after a switch pay for
+ * what the other arm left; a cached kernel's first few fills of a size
+ * the cache can hold find it partly cold (128 MiB split over two cores of
+ * a virtual machine: 7 ms, then 4 by the fifth). So arms are tried in
+ * runs of RUN calls, the cached arm's first, until every arm has its
+ * samples; then another arm now and then, again for RUN calls, after
+ * which the best arm's own first fills back are not samples either. The
+ * cached arm (0) keeps the class unless another costs a fifth less: what
+ * it leaves in cache the program reads after, which no timing here sees. */
 int hz_learn_arm(int way, int c, size_t n)
 {
 	struct hz_learn *l = entry(way, c, n);
@@ -109,7 +111,7 @@ int hz_learn_arm(int way, int c, size_t n)
 	if (best < 0)
 		return (int)(calls / RUN % (unsigned)arms);
 	uint32_t every = cost * 2 <= next ? SURE : EXPLORE;
-	if (calls % every >= 2)
+	if (calls % every >= RUN)
 		return best;
 	return (int)((unsigned)best + 1 + (calls / every) % (unsigned)(arms - 1)) % arms; /* another, in turn */
 }
@@ -124,8 +126,13 @@ unsigned hz_learn_best(int way, int c, size_t n)
 void hz_learn_record(int way, int c, size_t n, int arm, uint64_t ticks)
 {
 	struct hz_learn *l = entry(way, c, n);
-	if (__atomic_exchange_n(&l->last, (uint32_t)arm + 1, __ATOMIC_RELAXED) != (uint32_t)arm + 1)
-		return; /* the class's first fill, or the first after a switch */
+	uint32_t a = (uint32_t)arm + 1, streak = 0;
+	if (__atomic_exchange_n(&l->last, a, __ATOMIC_RELAXED) == a)
+		streak = __atomic_add_fetch(&l->streak, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_store_n(&l->streak, 0, __ATOMIC_RELAXED);
+	if (streak < WARM)
+		return; /* the class's first fills, or the first after a switch */
 	uint64_t per_kib = ticks / (n >> 10 ? n >> 10 : 1);
 	uint32_t cost = per_kib >= UINT32_MAX ? UINT32_MAX - 1 : (uint32_t)per_kib + 1;
 	uint32_t i = __atomic_fetch_add(&l->n[arm], 1, __ATOMIC_RELAXED);

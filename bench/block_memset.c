@@ -3,11 +3,14 @@
  * HZ_HELPERS_MIN splits a fill of an arena block over the helpers on idle
  * cores, with the kernel its split fills have learnt (arch/learn.c).
  * memset_bench's buffer is not the arenas', so it sees only fills alone.
- * Per size, the fills are first left to learn (untimed), then the two
- * memsets are timed in turn, in alternated order, the same block each
- * time (warm, as a program that reuses it); the table gives median GB/s.
+ * Per size, the fills are first left to learn (their times in the CSV
+ * only), then the two memsets are timed in turn, in alternated order,
+ * the same block each time (warm, as a program that reuses it); the
+ * table gives median GB/s.
  *
  * usage: block_memset [--reps N] [--csv FILE]
+ * (HUGEZERO_KERNEL=name fixes the kernel, HUGEZERO_THREADS=1 runs no
+ * helper: the fixed alternatives to what is learnt.)
  *
  * Linked with libhugezero.so, as memset_bench is: "glibc" is libc.so.6's
  * own memset, looked up in libc itself. */
@@ -52,6 +55,8 @@ int main(int argc, char **argv)
 		perror(csv);
 		return 1;
 	}
+	/* Rows "size,glibc_gbps,hugezero_gbps"; before each size's, one
+	 * "size,learning,ms..." with the untimed fills' times. */
 	fprintf(out, "size,glibc_gbps,hugezero_gbps\n");
 	printf("memset of a malloc'd block, GB/s, median of %d alternated runs\n", reps);
 	printf("%8s %10s %10s %10s\n", "size", "glibc", "hugezero", "hz/glibc");
@@ -60,8 +65,17 @@ int main(int argc, char **argv)
 		unsigned char *p = malloc(n);
 		if (!p)
 			die("malloc");
-		for (int i = 0; i < 24; i++) /* every kernel tried, alone and split */
+		/* Every kernel tried, alone and split; these fills' times go to
+		 * the CSV as they came (a cached kernel's first fills of a size
+		 * the cache can hold, and each first fill after a switch, find
+		 * the cache cold). */
+		fprintf(out, "%zu,learning", n);
+		for (int i = 0; i < 24; i++) {
+			double t0 = now_ns();
 			hz_memset(p, 0x5a, n);
+			fprintf(out, ",%.3f", (now_ns() - t0) / 1e6);
+		}
+		fprintf(out, "\n");
 		double tg[101], th[101];
 		for (int r = 0; r < reps; r++) {
 			if (r & 1) {
