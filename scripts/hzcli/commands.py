@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 
-from . import idle, plot, real, suite
+from . import idle, plot, real, resolve, suite
 from .merge import merge
 from .stats import compare, quantile
 from .units import size_name
@@ -79,7 +79,14 @@ def cmd_run(args):
         sys.exit("hugezero run: no command (hugezero run [options] -- CMD ARGS...)")
     env = dict(os.environ)
     lib = library()
-    env["LD_PRELOAD"] = lib + (":" + env["LD_PRELOAD"] if env.get("LD_PRELOAD") else "")
+    # The library first, what was preloaded after it; but a sanitizer's
+    # runtime must be the first object of all (ASan aborts otherwise).
+    exe = resolve.executable(cmd[0])
+    preload = resolve.sanitizer_first(exe, [lib] + env.get("LD_PRELOAD", "").replace(":", " ").split())
+    env["LD_PRELOAD"] = ":".join(preload)
+    if exe and not args.quiet:
+        for line in resolve.describe(cmd[0], lib, preload):
+            print("hugezero run: " + line, file=sys.stderr)
     env["HUGEZERO_STATS"] = args.stats
     env["HUGEZERO_STATS_FORMAT"] = args.format
     if args.ab is not None:
@@ -176,7 +183,35 @@ def read(path, default="?"):
         return default
 
 
+def info_pid(pid):
+    """Whether the library is loaded in process pid, and where its malloc
+    and memset go."""
+    try:
+        exe = os.readlink("/proc/%d/exe" % pid)
+        with open("/proc/%d/maps" % pid) as f:
+            libs = {l.split()[-1] for l in f if len(l.split()) >= 6}
+    except OSError as e:
+        sys.exit("hugezero info: process %d: %s" % (pid, e.strerror))
+    try:
+        with open("/proc/%d/environ" % pid, "rb") as f:
+            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+        preload = env.get(b"LD_PRELOAD", b"").decode(errors="replace").replace(":", " ").split()
+    except OSError:
+        preload = None
+    ours = sorted(l for l in libs if os.path.basename(l).startswith("libhugezero.so"))
+    print("process %d: %s" % (pid, exe))
+    if not ours:
+        print("  hugezero is not loaded (not in its memory map); LD_PRELOAD at its start: %s" % (
+            "unreadable" if preload is None else " ".join(preload) or "(none)"))
+    else:
+        print("  hugezero is loaded: %s" % ", ".join(ours))
+    for line in resolve.describe(exe, ours[0] if ours else library(), preload if ours and preload else None):
+        print("  " + line)
+
+
 def cmd_info(args):
+    if args.pid is not None:
+        return info_pid(args.pid)
     lib = library()
     version, stderr = library_version(lib)
     print("hugezero %s, library: %s" % (version, lib))

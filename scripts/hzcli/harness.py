@@ -119,19 +119,18 @@ def bench_output(out, ctx, alloc):
 
 # ---- processes: faults and peak RSS ----
 
-def run_program(argv, env, stdin=None, stdout=None, timeout=3600):
+def timed(argv, env, figures, stdin=None, stdout=None, timeout=3600):
     """Runs argv through GNU time (a process of its own from fork to exit:
     the rusage of a child forked from this one would count this one's
     pages), in a session of its own, killed whole at a timeout or an
-    interrupt; returns (wall seconds, minor faults, peak RSS KiB, stdout)
-    of the program and the descendants it waited for (stdout "" when it
-    goes to the file object given). Raises on a failure, or if the
-    preload could not be loaded."""
+    interrupt; returns (wall seconds, GNU time's figures (its format
+    figures, split), stdout bytes (b"" when it goes to the file object
+    given), stderr bytes, exit status)."""
     fd, stats = tempfile.mkstemp(prefix="hz-time-")
     os.close(fd)
     try:
         t0 = time.perf_counter()
-        p = subprocess.Popen(["/usr/bin/time", "-f", "%R %M", "-o", stats] + argv, env=env,
+        p = subprocess.Popen(["/usr/bin/time", "-f", figures, "-o", stats] + argv, env=env,
                              stdin=stdin or subprocess.DEVNULL, stdout=stdout or subprocess.PIPE,
                              stderr=subprocess.PIPE, start_new_session=True)
         try:
@@ -144,14 +143,23 @@ def run_program(argv, env, stdin=None, stdout=None, timeout=3600):
             raise
         wall = time.perf_counter() - t0
         with open(stats) as f:
-            last = f.read().split("\n")[-2:]
+            last = f.read().strip().splitlines()[-1:]
     finally:
         os.unlink(stats)
-    if p.returncode or b"cannot be preloaded" in err:  # ld.so's words for a preload it could not load
-        raise RuntimeError("%s: exit %d: %s" % (os.path.basename(argv[0]), p.returncode,
+    return wall, (last[0].split() if last else []), out or b"", err, p.returncode
+
+
+def run_program(argv, env, stdin=None, stdout=None, timeout=3600):
+    """Runs argv through GNU time (timed); returns (wall seconds, minor
+    faults, peak RSS KiB, stdout) of the program and the descendants it
+    waited for (stdout "" when it goes to the file object given). Raises on
+    a failure, or if the preload could not be loaded."""
+    wall, figures, out, err, status = timed(argv, env, "%R %M", stdin, stdout, timeout)
+    if status or b"cannot be preloaded" in err:  # ld.so's words for a preload it could not load
+        raise RuntimeError("%s: exit %d: %s" % (os.path.basename(argv[0]), status,
                                                 err.decode(errors="replace").strip()[-300:]))
-    faults, rss = " ".join(last).split()[-2:]
-    return wall, int(faults), int(rss), (out or b"").decode(errors="replace")
+    faults, rss = figures[-2:]
+    return wall, int(faults), int(rss), out.decode(errors="replace")
 
 
 def children(pid):
@@ -184,6 +192,19 @@ def faults_of(pid):
     except OSError:
         return 0
     return int(fields[7]) + int(fields[8]) + sum(faults_of(k) for k in children(pid))
+
+
+def cpu_of(pid):
+    """The CPU seconds (user and system) of pid and its descendants: its
+    own (stat fields 14-15), its reaped children's (16-17), and its live
+    children's, recursively; 0 for a process gone."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    ticks = sum(int(x) for x in fields[11:15])
+    return ticks / os.sysconf("SC_CLK_TCK") + sum(cpu_of(k) for k in children(pid))
 
 
 def reset_peak_rss(pid):

@@ -19,6 +19,7 @@ load only (its processes', alive or reaped, read from /proc before and
 after), its peak RSS the largest of its processes' during the load.
 Medians go to a table on stdout, a CSV (with hugezero's ratios to the best
 of the others and to each) and an SVG chart; every run to the raw CSV."""
+import argparse
 import collections
 import hashlib
 import os
@@ -30,10 +31,10 @@ import sys
 import tempfile
 import time
 
-from . import plot
-from .harness import (ALLOCS, HZ_HARDENED, MARIADBD, Ctx, Load, alternate, bench_output, fmt, initdb,
-                      mariadb_install_db, mariadb_server, median, pg_dir, postgres_server, ratio, redis_server,
-                      run_program, sort_input, write_csv)
+from . import compare, plot
+from .harness import (ALLOCS, HZ_HARDENED, MARIADBD, Ctx, Load, Redis, alternate, bench_output, fmt, initdb,
+                      mariadb_install_db, mariadb_server, median, pg_dir, postgres_server, ratio, run_program,
+                      sort_input, write_csv)
 
 PEERS = ALLOCS[:-1]
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -91,24 +92,27 @@ def redis_case(op, size):
     clients = 50 if size < 500000 else 4
     value = b"x" * size  # what GET and LRANGE_100 read (written here)
 
-    def run(ctx, alloc):
-        with redis_server(ctx, alloc) as (srv, port, r):
-            mapped(srv.pid, ctx, alloc)
+    load = "redis-benchmark -h 127.0.0.1 -p {port} -q --csv -n %d -c %d " % (n, clients) + {
+        "SET": "-t set -d %d -r %d" % (size, keys), "GET": "-t get -r %d" % keys,
+        "LPUSH": "-t lpush -d %d" % size, "LRANGE_100": "lrange mylist 0 99"}[op]
+    spec = argparse.Namespace(
+        server="redis-server --port {port} --save '' --appendonly no --bind 127.0.0.1 --dir {dir}",
+        ready="redis-cli -h 127.0.0.1 -p {port} ping", load=load, timeout=900, ready_timeout=30, stop_timeout=30,
+        metric=r'^"(?:SET|GET|LPUSH|lrange mylist 0 99)","([0-9.]+)"')
+
+    def fill(port):
+        r = Redis(port)
+        try:
             if op == "GET":
                 r.pipeline([("SET", "key:%012d" % i, value) for i in range(keys)], 16)
             elif op == "LRANGE_100":
                 r.pipeline([("RPUSH", "mylist", value)] * 100, 16)
-            argv = ["redis-benchmark", "-h", "127.0.0.1", "-p", str(port), "-q", "--csv", "-n", str(n),
-                    "-c", str(clients)] + {
-                "SET": ["-t", "set", "-d", str(size), "-r", str(keys)],
-                "GET": ["-t", "get", "-r", str(keys)],
-                "LPUSH": ["-t", "lpush", "-d", str(size)],
-                "LRANGE_100": ["lrange", "mylist", "0", "99"]}[op]
-            with Load(srv.pid) as load:
-                p = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-            m = re.search(r'^"(SET|GET|LPUSH|lrange mylist 0 99)","([0-9.]+)"', p.stdout, re.M)
-            checked(p.returncode == 0 and m,
-                    "redis-benchmark: exit %d: %s" % (p.returncode, (p.stdout + p.stderr)[-300:]))
+        finally:
+            r.close()
+
+    def check(port, out):
+        r = Redis(port)
+        try:
             if op in ("SET", "GET"):
                 dbsize = r.call("DBSIZE")
                 checked(0 < dbsize <= keys and (op == "SET" or dbsize == keys), "%d keys of %d" % (dbsize, keys))
@@ -116,12 +120,22 @@ def redis_case(op, size):
             else:
                 checked(r.call("LLEN", "mylist") == (n if op == "LPUSH" else 100), "mylist's length")
                 got = r.call("LRANGE", "mylist", 0, 99)
-            # redis-benchmark writes one value (random bytes, a fixed seed) every time
-            mine = op in ("GET", "LRANGE_100")
-            checked(len(got) in (3, 100) and len(set(got)) == 1 and len(got[0]) == size and
-                    (got[0] == value or not mine), "the values read back are not all the same %d bytes%s"
-                    % (size, " written" if mine else ""))
-        return dict(value=float(m.group(2)), faults=load.faults, rss_kib=load.rss_kib)
+        finally:
+            r.close()
+        # redis-benchmark writes one value (random bytes, a fixed seed) every time
+        mine = op in ("GET", "LRANGE_100")
+        checked(len(got) in (3, 100) and len(set(got)) == 1 and len(got[0]) == size and
+                (got[0] == value or not mine), "the values read back are not all the same %d bytes%s"
+                % (size, " written" if mine else ""))
+
+    def run(ctx, alloc):
+        names = [os.path.basename(ctx.preload[alloc].split()[0])] if ctx.preload[alloc] else []
+        plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        try:
+            res = compare.run_server(spec, ctx.env(alloc), plain, names, fill, check)
+        except compare.RunError as e:
+            raise RuntimeError(str(e))
+        return dict(value=res["metric"], faults=res["faults"], rss_kib=round(res["rss_mib"] * 1024))
     return run
 
 

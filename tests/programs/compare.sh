@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# hugezero compare, as a user runs it: a program under every allocator
+# installed (3 repetitions) gives a table, a verdict per figure, a CSV whose
+# medians are those of its runs, and a chart; an output that differs under
+# one allocator, or an exit status, fails the check (not with --no-check);
+# the server form on redis (when installed) gives the metric's verdict; a
+# server that is never ready, or ignores SIGTERM, is stopped within its
+# bounds and leaves no process behind; bad arguments are refused.
+# Usage: compare.sh HUGEZERO_COMMAND LIB
+set -u
+cli=$1 lib=$2
+. "$(dirname "$0")/../util/common.sh"
+export HUGEZERO_LIB=$lib
+verdicts='(faster|slower|fewer|more|less|better|worse|the same within 2%|no difference at this noise)'
+
+"$cli" compare --reps 3 --csv "$work/c.csv" --svg "$work/c.svg" -- /usr/bin/python3 -c \
+	'b = [bytearray(16 << 20) for _ in range(8)]; print(sum(sum(x[::4096]) for x in b))' >"$work/out" 2>"$work/err"
+rc=$?
+n=$(grep -Ec "^  (wall time|CPU time|minor faults|peak RSS) +over glibc: [0-9.]+ \[[0-9.]+, [0-9.]+\] $verdicts" "$work/out")
+if [ $rc -eq 0 ] && [ "$n" = 4 ] && grep -Eq '^\[([0-9]+)/\1\] repetition 3' "$work/err"; then
+	ok "program form: a verdict for each of the 4 figures, progress on stderr"
+else
+	bad "program form: rc $rc, $n verdicts: $(cat "$work/out" "$work/err")"
+fi
+# The CSV's medians are its runs' medians; the chart is valid SVG.
+check=$(/usr/bin/python3 - "$work/c.csv" "$work/c.raw.csv" "$work/c.svg" <<'PY'
+import csv, statistics, sys, xml.dom.minidom
+summary = list(csv.DictReader(open(sys.argv[1])))
+runs = list(csv.DictReader(open(sys.argv[2])))
+bad = []
+allocs = {r["allocator"] for r in runs}
+if "glibc" not in allocs or "hugezero" not in allocs:
+    bad.append("allocators %s" % sorted(allocs))
+for r in summary:
+    vals = [float(x[r["figure"]]) for x in runs if x["allocator"] == r["allocator"] and x[r["figure"]]]
+    want = statistics.median(vals)
+    if int(r["n"]) != len(vals) or abs(float(r["median"]) - want) > 1e-3 * max(abs(want), 1e-9):
+        bad.append("%s %s: median %s, its runs' %s" % (r["figure"], r["allocator"], r["median"], want))
+hz = [r for r in summary if r["allocator"] == "hugezero"]
+if len(hz) != 4 or any(not r["glibc_verdict"] for r in hz):
+    bad.append("hugezero's rows %s" % hz)
+xml.dom.minidom.parse(sys.argv[3])
+print("; ".join(bad) or "ok")
+PY
+)
+[ "$check" = ok ] && ok "CSV: every median is its runs' median; SVG valid" || bad "CSV: $check"
+
+# An output that differs under the preloads fails the check; --no-check
+# takes it; an exit status that differs fails it too.
+"$cli" compare --reps 1 --allocators glibc hugezero -- sh -c 'echo "$LD_PRELOAD"' >"$work/o" 2>&1
+[ $? -eq 1 ] && grep -q "standard output differs" "$work/o" && ok "a different output fails the check" ||
+	bad "different output: $(cat "$work/o")"
+"$cli" compare --reps 1 --no-check --allocators glibc,hugezero -- sh -c 'echo "$LD_PRELOAD"' >"$work/o" 2>&1 &&
+	ok "--no-check takes it" || bad "--no-check: $(cat "$work/o")"
+"$cli" compare --reps 1 --allocators glibc hugezero -- sh -c '[ -z "$LD_PRELOAD" ]' >"$work/o" 2>&1
+[ $? -eq 1 ] && grep -q "exit status 1 differs" "$work/o" && ok "a different exit status fails the check" ||
+	bad "exit status: $(cat "$work/o")"
+
+# The server form on redis.
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	"$cli" compare --reps 3 --csv "$work/s.csv" \
+		--server 'redis-server --port {port} --bind 127.0.0.1 --save "" --appendonly no --dir {dir}' \
+		--ready 'redis-cli -p {port} ping' \
+		--load 'redis-benchmark -p {port} -q --csv -n 5000 -t set -d 50000 -r 1000' \
+		--metric '^"SET","([0-9.]+)"' >"$work/out" 2>"$work/err"
+	rc=$?
+	if [ $rc -eq 0 ] && grep -Eq "^  metric +over glibc: [0-9.]+ \[[0-9.]+, [0-9.]+\] $verdicts" "$work/out" &&
+		[ "$(grep -c '^metric,' "$work/s.csv")" -ge 2 ] && ! pgrep -f "redis-server.*--dir /tmp/hz-compare-" >/dev/null; then
+		ok "server form on redis: the metric's verdict; $(grep '^  metric' "$work/out")"
+	else
+		bad "server form: rc $rc: $(cat "$work/out" "$work/err")"
+	fi
+else
+	echo "skip - redis-server is not installed: the server form's redis case"
+fi
+
+# A server never ready, and one that ignores SIGTERM: bounded, nothing left.
+mark=hz-compare-test-$$
+t0=$(date +%s)
+"$cli" compare --reps 1 --allocators glibc hugezero --ready-timeout 1 \
+	--server "bash -c 'exec -a $mark sleep 3600'" --ready false --load true --metric x >"$work/o" 2>&1
+rc=$?
+"$cli" compare --reps 1 --allocators glibc hugezero --stop-timeout 1 \
+	--server "sh -c 'trap \"\" TERM; while :; do sleep 1; done; : $mark'" --ready true --load 'echo 5' \
+	--metric '([0-9]+)' >"$work/o2" 2>&1
+rc2=$?
+sleep 0.5
+left=$(pgrep -f "$mark")
+if [ $rc -eq 1 ] && grep -q "not ready in 1 s" "$work/o" && [ $rc2 -eq 0 ] && [ -z "$left" ] &&
+	[ $(($(date +%s) - t0)) -lt 30 ]; then
+	ok "a server never ready fails within its bound; one that ignores SIGTERM is killed; none left"
+else
+	bad "servers: rc $rc, $rc2, left '$left': $(cat "$work/o" "$work/o2")"
+	[ -n "$left" ] && kill -9 $left
+fi
+
+# Bad arguments.
+for a in "--reps 0 -- true" "--allocators nosuch -- true" "--server x -- true" "--server x --ready y --load z" \
+	"--env NOEQUALS -- true" "--server x --ready y --load z --metric ( " ""; do
+	# shellcheck disable=SC2086
+	if "$cli" compare $a >/dev/null 2>&1; then bad "compare $a accepted"; else ok "compare $a refused"; fi
+done
+finish
