@@ -57,6 +57,16 @@ int hz_ab_pick(void)
 	return (double)(r >> 11) * 0x1p-53 < share_a ? HZ_AB_A : HZ_AB_B;
 }
 
+int hz_ab_process_off(double share_off, uint64_t seed)
+{
+	/* splitmix64: nearby seeds (1, 2, 3 in a test) give unrelated draws. */
+	uint64_t z = seed + 0x9E3779B97F4A7C15ull;
+	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+	z ^= z >> 31;
+	return (double)(z >> 11) * 0x1p-53 < share_off;
+}
+
 /* Never waits: a memset in a signal handler may interrupt this very
  * function on its thread. When the lock is busy the call's figures are
  * dropped (counted in `dropped`). */

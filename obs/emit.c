@@ -6,6 +6,8 @@
 #include "../os/os.h"
 #include "obs.h"
 
+int hz_report_off;
+
 void hz_out_flush(struct hz_out *o)
 {
 	int e = o->len ? hz_os_write_all(o->fd, o->buf, o->len) : 0;

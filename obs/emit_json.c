@@ -1,5 +1,5 @@
-/* The report as one JSON object (emit.c): "pid", "counters", "classes",
- * then "ab" and "callsites" when they ran. */
+/* The report as one JSON object (emit.c): "pid", "mode", "counters",
+ * "classes", then "ab" and "callsites" when they ran. */
 #include "../os/os.h"
 #include "obs.h"
 
@@ -10,7 +10,8 @@ static const char *comma(struct hz_out *o)
 
 static void begin(struct hz_out *o)
 {
-	hz_out_put(o, "{\n  \"pid\": %d,\n  \"counters\": {", hz_os_pid());
+	hz_out_put(o, "{\n  \"pid\": %d,\n  \"mode\": \"%s\",\n  \"counters\": {", hz_os_pid(),
+		   hz_report_mode());
 	o->n = 0;
 }
 

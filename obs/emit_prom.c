@@ -1,6 +1,6 @@
 /* The report in Prometheus's text exposition format (emit.c), as a node
- * exporter's textfile collector reads it: a pid label and the user's
- * labels on every sample, each family's samples together, counters named
+ * exporter's textfile collector reads it: pid and mode labels and the
+ * user's labels on every sample, each family's samples together, counters named
  * _total, times in seconds, the arms' latencies as histograms whose
  * buckets are the same in every process (so a fleet's can be summed). */
 #include <stdio.h>
@@ -26,12 +26,13 @@ int hz_prom_name(char *out, size_t size, const char *name, int gauge)
 /* ---- the labels every sample carries ---- */
 
 /* The user's labels as ,name="value"... (hz_prom_labels), and this
- * report's pid="N" and those (begin). One report is written at a time. */
+ * report's pid="N",mode="on|off" and those (begin). One report is written
+ * at a time. */
 static char user_labels[512];
-static char base[sizeof user_labels + 32];
+static char base[sizeof user_labels + 48];
 
 /* Labels the report's own samples or Prometheus's targets carry. */
-static const char *const reserved[] = {"pid", "op", "class", "arm", "le", "bound", "rank",
+static const char *const reserved[] = {"pid", "mode", "op", "class", "arm", "le", "bound", "rank",
 				       "site", "job", "instance"};
 
 static int label_name_ok(const char *s, size_t n)
@@ -112,7 +113,7 @@ int hz_prom_labels(const char *spec)
 static void begin(struct hz_out *o)
 {
 	(void)o;
-	snprintf(base, sizeof base, "pid=\"%d\"%s", hz_os_pid(), user_labels);
+	snprintf(base, sizeof base, "pid=\"%d\",mode=\"%s\"%s", hz_os_pid(), hz_report_mode(), user_labels);
 }
 
 static void counter(struct hz_out *o, const char *name, uint64_t value, int gauge)

@@ -1,9 +1,10 @@
-/* The report as text: one "name value" line per figure (emit.c). */
+/* The report as text: the process's mode ("mode on" or "mode off"),
+ * then one "name value" line per figure (emit.c). */
 #include "obs.h"
 
 static void begin(struct hz_out *o)
 {
-	(void)o;
+	hz_out_put(o, "mode %s\n", hz_report_mode());
 }
 
 static void counter(struct hz_out *o, const char *name, uint64_t value, int gauge)

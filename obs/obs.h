@@ -179,6 +179,11 @@ static inline int hz_ab_arm(int op, size_t size)
 		return HZ_AB_NONE;
 	return hz_ab_pick();
 }
+/* The process's arm (HUGEZERO_PROCESS_AB), drawn once at start: 1 (the
+ * off mode, glibc's way for everything) with probability share_off (0 to
+ * 1: 0 never, 1 always), a pure function of seed, so a given seed always
+ * draws the same mode. */
+int hz_ab_process_off(double share_off, uint64_t seed);
 /* Records a call of arm (HZ_AB_A or HZ_AB_B) for op: n bytes in ns
  * nanoseconds. Never waits (see hz_ab_dropped). */
 void hz_ab_record(int op, int arm, size_t n, uint64_t ns);
@@ -293,6 +298,15 @@ int hz_callsites_next(struct hz_site_cursor *c);
 
 struct hz_emitter;
 
+/* The process's mode, which every report states (text: a "mode" line,
+ * JSON: "mode", Prometheus: a mode label on every sample): 1 off, 0 on.
+ * Set once at start, before any report, by whoever decided the mode. */
+extern int hz_report_off;
+static inline const char *hz_report_mode(void)
+{
+	return hz_report_off ? "off" : "on";
+}
+
 struct hz_out {
 	const struct hz_emitter *e;
 	int fd;
@@ -331,7 +345,7 @@ int hz_prom_name(char *out, size_t size, const char *name, int gauge);
  * "name=value,..." (no comma in a value; quotes, backslashes and newlines
  * escaped): 0, or -1, leaving the labels as they were, when a name is not
  * a label name, is given twice or is one the report or Prometheus uses
- * (pid, op, class, arm, le, bound, rank, site, job, instance), a value is
+ * (pid, mode, op, class, arm, le, bound, rank, site, job, instance), a value is
  * not UTF-8, or the whole is over 500 bytes. At setup. */
 int hz_prom_labels(const char *spec);
 
@@ -374,8 +388,11 @@ void hz_report_no_interval(void);
 /* The engine's counters, first. */
 void hz_obs_head(hz_counter_fn fn, void *arg);
 /* The report's own figure (report.swept_files), the arms' drops, then
- * the process's memory (RSS, peak RSS, transparent huge pages mapped),
- * last. */
+ * the process's own figures, last: its mode (process.off, 1 in the off
+ * mode), minor faults and CPU time (user and system) so far, resident
+ * and peak resident bytes, transparent huge pages mapped. A figure the
+ * system does not give (no /proc, a seccomp filter) is left out, never
+ * written as 0. */
 void hz_obs_tail(hz_counter_fn fn, void *arg);
 /* A figure looked for by name in such a walk: hz_obs_find_figure as its
  * fn, a struct hz_obs_find as its arg; found and value after it. */

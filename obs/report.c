@@ -14,15 +14,19 @@ static unsigned swept_files; /* the files of processes gone removed (sweep_dead)
 
 /* ---- the walk: obs/'s own figures, first and last ---- */
 
-/* The value in kB after key in a /proc file, in bytes; 0 if absent. */
-static uint64_t proc_kb(const char *path, const char *key)
+/* The value in kB after key in a /proc file, in bytes: 0, or -1 when
+ * the file cannot be read or has no such key. */
+static int proc_kb(const char *path, const char *key, uint64_t *bytes)
 {
 	char buf[4096];
 	size_t len;
 	if (hz_os_read_file(path, buf, sizeof buf, &len))
-		return 0;
+		return -1;
 	const char *p = strstr(buf, key);
-	return p ? (uint64_t)strtoull(p + strlen(key), NULL, 10) << 10 : 0;
+	if (!p)
+		return -1;
+	*bytes = (uint64_t)strtoull(p + strlen(key), NULL, 10) << 10;
+	return 0;
 }
 
 /* The engine's counters (counters.c), by name. */
@@ -53,9 +57,19 @@ void hz_obs_tail(hz_counter_fn fn, void *arg)
 {
 	fn(arg, "report.swept_files", __atomic_load_n(&swept_files, __ATOMIC_RELAXED), 0);
 	fn(arg, "ab.dropped", hz_ab_dropped(), 0);
-	fn(arg, "process.rss_bytes", proc_kb("/proc/self/status", "\nVmRSS:"), 1);
-	fn(arg, "process.peak_rss_bytes", proc_kb("/proc/self/status", "\nVmHWM:"), 1);
-	fn(arg, "process.anon_huge_bytes", proc_kb("/proc/self/smaps_rollup", "\nAnonHugePages:"), 1);
+	fn(arg, "process.off", (uint64_t)hz_report_off, 1);
+	uint64_t faults, cpu_ns, huge;
+	if (!hz_os_usage(&faults, &cpu_ns)) {
+		fn(arg, "process.minor_faults", faults, 0);
+		fn(arg, "process.cpu_time_ns", cpu_ns, 0);
+	}
+	size_t rss, peak;
+	if (!hz_os_footprint(&rss, &peak)) {
+		fn(arg, "process.rss_bytes", rss, 1);
+		fn(arg, "process.peak_rss_bytes", peak, 1);
+	}
+	if (!proc_kb("/proc/self/smaps_rollup", "\nAnonHugePages:", &huge))
+		fn(arg, "process.anon_huge_bytes", huge, 1);
 }
 
 void hz_obs_find_figure(void *arg, const char *name, uint64_t value, int gauge)

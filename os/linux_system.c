@@ -376,6 +376,19 @@ int hz_os_minor_faults(uint64_t *process, uint64_t *thread)
 	return 0;
 }
 
+int hz_os_usage(uint64_t *minor_faults, uint64_t *cpu_ns)
+{
+	struct rusage u;
+	int saved = errno;
+	int e = hz_os_status(getrusage(RUSAGE_SELF, &u), saved);
+	if (e)
+		return e;
+	*minor_faults = (uint64_t)u.ru_minflt;
+	*cpu_ns = ((uint64_t)u.ru_utime.tv_sec + (uint64_t)u.ru_stime.tv_sec) * 1000000000u +
+		  ((uint64_t)u.ru_utime.tv_usec + (uint64_t)u.ru_stime.tv_usec) * 1000u;
+	return 0;
+}
+
 /* Reads /proc/self/status a line at a time, whatever its length (a
  * process in many groups has a Groups line of kilobytes, before the
  * fields below it), and stores in vals[i] the number after the line

@@ -191,6 +191,11 @@ uint64_t hz_os_thread_cpu_ns(void);
  * whole process's into *process, the calling thread's into *thread. 0, or
  * the errno of the refusal (a seccomp filter). */
 int hz_os_minor_faults(uint64_t *process, uint64_t *thread);
+/* The whole process's page faults served without I/O and its CPU time,
+ * user and system, in nanoseconds, every thread's (getrusage RUSAGE_SELF,
+ * so counted from the fork that made the process, across its exec): 0,
+ * or the errno of the refusal. */
+int hz_os_usage(uint64_t *minor_faults, uint64_t *cpu_ns);
 /* The process's resident bytes now and at most so far (/proc/self/status:
  * VmRSS and VmHWM, the high-water mark of this program's own address
  * space; not getrusage's ru_maxrss, which carries the peak of whatever

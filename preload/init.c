@@ -4,7 +4,6 @@
  * engine and observability here. Until then memset works on the engine's
  * starting policy (arch/engine.c). */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "../allocator/allocator.h"
@@ -18,6 +17,7 @@ const int hz_init_linked = 1;
 
 static void configure_report(void)
 {
+	hz_report_off = hz_mode_off;
 	int bad = hz_report_setup(hz_option(HZ_OPT_STATS)->str, hz_option(HZ_OPT_STATS_FORMAT)->str,
 				  hz_option(HZ_OPT_STATS_INTERVAL_MS)->size, hz_option(HZ_OPT_LABELS)->str);
 	if (bad & HZ_REPORT_NO_CWD)
@@ -34,28 +34,12 @@ static void configure_report(void)
 		hz_os_log("cannot start the HUGEZERO_STATS_INTERVAL_MS thread", NULL, NULL);
 }
 
-/* A fraction from 0 to 1 into *f: 0, or -1. */
-static int parse_fraction(const char *s, double *f)
-{
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= 0 && v <= 1))
-		return -1;
-	*f = v;
-	return 0;
-}
-
 static void configure_ab(void)
 {
 	static void *next;
-	const char *ab = hz_option(HZ_OPT_AB)->str;
-	double share;
-	if (!ab)
+	const struct hz_option_value *ab = hz_option(HZ_OPT_AB);
+	if (!ab->given)
 		return;
-	if (parse_fraction(ab, &share)) {
-		hz_os_log("ignoring HUGEZERO_AB: not a fraction from 0 to 1: ", ab, NULL);
-		return;
-	}
 	/* glibc's memset: the next definition after this library's. */
 	hz_ab_baseline = (void *(*)(void *, int, size_t))hz_glibc_lookup(&next, "memset");
 	if (!hz_ab_baseline) {
@@ -63,7 +47,7 @@ static void configure_ab(void)
 		return;
 	}
 	const struct hz_option_value *seed = hz_option(HZ_OPT_AB_SEED), *min = hz_option(HZ_OPT_AB_MIN);
-	if (hz_ab_setup(share, seed->given ? seed->size : hz_os_realtime_ns() / 1000000000u,
+	if (hz_ab_setup(ab->frac, seed->given ? seed->size : hz_os_realtime_ns() / 1000000000u,
 			min->size > HZ_FRONT_MAX ? min->size : HZ_FRONT_MAX + 1))
 		hz_os_log("HUGEZERO_AB: no memory for the arms' records; arms off", NULL, NULL);
 }
@@ -101,7 +85,9 @@ static void init(void)
 		if (glibc)
 			hz_memset_divert(glibc);
 		if (verbose)
-			hz_os_log("HUGEZERO_MODE=off: memset and the malloc family are glibc's", NULL, NULL);
+			hz_os_log(hz_mode_drawn ? "the off mode, drawn by HUGEZERO_PROCESS_AB"
+						: "HUGEZERO_MODE=off",
+				  ": memset and the malloc family are glibc's", NULL);
 		return;
 	}
 	hz_options_start_engine(hz_sees_jumps);

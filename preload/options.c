@@ -12,13 +12,14 @@
 #define NUM(v) {.num = (v)}
 #define SIZE(v) {.size = (v)}
 #define NAME(v) {.str = (v)}
+#define FRAC(v) {.frac = (v)}
 #define NONE {0}
 
 const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_VERBOSE] = {"VERBOSE", HZ_OPT_BOOL, NUM(0), NULL,
 			    "print the detected CPU, caches and kernel policy to stderr at start"},
 	[HZ_OPT_MODE] = {"MODE", HZ_OPT_NAME, NAME("on"), NULL,
-			 "off forwards memset and the whole malloc family to glibc (read at the first allocation)"},
+			 "off forwards memset and the whole malloc family to glibc (read at the first allocation); given, it overrides PROCESS_AB"},
 	[HZ_OPT_KERNEL] = {"KERNEL", HZ_OPT_NAME, NONE, "(policy)",
 			   "use this kernel for every size above 16 KiB (names: see Kernels in docs/design.md)"},
 	[HZ_OPT_KERNEL_SMALL] = {"KERNEL_SMALL", HZ_OPT_NAME, NONE, "(policy)",
@@ -76,13 +77,15 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_STATS_INTERVAL_MS] = {"STATS_INTERVAL_MS", HZ_OPT_UINT, SIZE(0), NULL,
 				      "also rewrite the report every this many ms, from a thread started only then (a forked child starts its own at its first large call an interval later); each rewrite replaces the file at once (a temporary file renamed over it); in the prometheus format the file is removed at exit, and files of this path left by processes gone are removed"},
 	[HZ_OPT_LABELS] = {"LABELS", HZ_OPT_NAME, NONE, "(none)",
-			   "labels on every sample of the prometheus format, name=value,... (e.g. service=redis,region=eu); not pid, op, class, arm, le, bound, rank, site, job or instance"},
-	[HZ_OPT_AB] = {"AB", HZ_OPT_NAME, NONE, "(off)",
+			   "labels on every sample of the prometheus format, name=value,... (e.g. service=redis,region=eu); not pid, mode, op, class, arm, le, bound, rank, site, job or instance"},
+	[HZ_OPT_AB] = {"AB", HZ_OPT_FRACTION, NONE, "(off)",
 		       "A/B arms: this fraction (0 to 1) of eligible calls goes to arm A (glibc's way), the rest to arm B (hugezero's)"},
 	[HZ_OPT_AB_SEED] = {"AB_SEED", HZ_OPT_UINT, NONE, "(time)",
-			    "seed of the arms' random assignment"},
+			    "seed of the arms' random assignment (unset: the clock's second) and of PROCESS_AB's draw (unset: fresh random bits)"},
 	[HZ_OPT_AB_MIN] = {"AB_MIN", HZ_OPT_SIZE, SIZE((uint64_t)64 << 10), NULL,
 			   "memset calls and zeroed arena blocks (calloc, mallocx with MALLOCX_ZERO) from this size (above 16K) take part in the arms"},
+	[HZ_OPT_PROCESS_AB] = {"PROCESS_AB", HZ_OPT_FRACTION, FRAC(0), NULL,
+			       "A/B of whole processes: each process runs in the off mode (as MODE=off: glibc's memset and malloc family) with this probability (0 to 1), else on; drawn once at start, from AB_SEED when given (the same seed, the same mode), else at random; a forked child keeps its parent's mode; every report states the mode (the mode label in the prometheus format) beside the process's minor faults, CPU time and resident sizes, which `hugezero fleet` compares"},
 	[HZ_OPT_CALLSITES] = {"CALLSITES", HZ_OPT_UINT, SIZE(0), NULL,
 			      "sample the stack of 1 in this many large blocks (every allocating form) and large memset calls (libunwind); 0: off"},
 };
@@ -122,6 +125,32 @@ int hz_parse_size(const char *s, size_t *out)
 	return 0;
 }
 
+int hz_parse_fraction(const char *s, double *out)
+{
+	double v = 0, scale = 1;
+	int digits = 0, exp = 0, neg = 0;
+	const char *p = s;
+	for (; *p >= '0' && *p <= '9'; p++, digits++)
+		v = v * 10 + (*p - '0'); /* too many digits: inf, refused below */
+	if (*p == '.')
+		for (p++; *p >= '0' && *p <= '9'; p++, digits++)
+			v += (*p - '0') * (scale /= 10);
+	if (digits && (*p == 'e' || *p == 'E')) { /* as a float's repr writes 1e-05 */
+		neg = *++p == '-';
+		p += *p == '-' || *p == '+';
+		if (*p < '0' || *p > '9')
+			return -1;
+		for (; *p >= '0' && *p <= '9'; p++)
+			exp = exp < 1000 ? exp * 10 + (*p - '0') : exp;
+	}
+	for (; exp > 0; exp--)
+		v = neg ? v / 10 : v * 10;
+	if (*p || !digits || !(v <= 1))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_bool(const char *s, int allow_auto, int *out)
 {
 	static const char *const yes[] = {"1", "on", "yes", "true"};
@@ -158,6 +187,8 @@ static int parse(enum hz_option o, const char *s, struct hz_option_value *v)
 	case HZ_OPT_NAME:
 		v->str = s;
 		return 0;
+	case HZ_OPT_FRACTION:
+		return hz_parse_fraction(s, &v->frac);
 	}
 	return -1;
 }
@@ -211,6 +242,9 @@ const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap)
 		break;
 	case HZ_OPT_NAME:
 		snprintf(buf, cap, "%s", d->def.str ? d->def.str : "");
+		break;
+	case HZ_OPT_FRACTION:
+		snprintf(buf, cap, "%g", d->def.frac);
 		break;
 	}
 	return buf;

@@ -87,6 +87,7 @@ enum hz_option {
 	HZ_OPT_AB,
 	HZ_OPT_AB_SEED,
 	HZ_OPT_AB_MIN,
+	HZ_OPT_PROCESS_AB,
 	HZ_OPT_CALLSITES,
 	HZ_OPT_COUNT
 };
@@ -97,6 +98,7 @@ enum hz_option_type {
 	HZ_OPT_SIZE,      /* bytes: digits and an optional K, M or G */
 	HZ_OPT_UINT,      /* digits */
 	HZ_OPT_NAME,      /* a word, as given */
+	HZ_OPT_FRACTION,  /* a number from 0 to 1: 0.25, 1, .5, 1e-3 */
 };
 
 /* An option's value: the table's default until the environment gives a
@@ -106,6 +108,7 @@ struct hz_option_value {
 	int num;         /* BOOL, AUTO_BOOL */
 	uint64_t size;   /* SIZE, UINT */
 	const char *str; /* NAME (into the environment or the table); NULL: none */
+	double frac;     /* FRACTION */
 };
 
 struct hz_option_desc {
@@ -131,6 +134,10 @@ int hz_options_load(void);
  * "KiB" and "KB" accepted). 0 and the value in *out, or -1 on bad syntax
  * or overflow. */
 int hz_parse_size(const char *s, size_t *out);
+/* Parses a fraction from 0 to 1 written as a decimal number ("0.25", "1",
+ * ".5", "1e-05"): 0 and the value in *out, or -1 on anything else. No
+ * libc: the options are read at the first malloc. */
+int hz_parse_fraction(const char *s, double *out);
 /* The default as the reference shows it, into buf. */
 const char *hz_option_default_text(enum hz_option o, char *buf, size_t cap);
 
@@ -200,8 +207,10 @@ HZ_NOINLINE void hz_allocator_start(void);
 /* Whether hz_allocator_start has run. */
 extern int hz_allocator_started;
 /* 1 when memset and the malloc family forward to glibc; set once, by
- * hz_allocator_start, before the allocator hands out a block. */
-extern int hz_mode_off;
+ * hz_allocator_start, before the allocator hands out a block: from
+ * HUGEZERO_MODE when it is given, else drawn with HUGEZERO_PROCESS_AB's
+ * probability (then hz_mode_drawn is 1). */
+extern int hz_mode_off, hz_mode_drawn;
 
 /* ---- off.c ---- HUGEZERO_MODE=off, where memset and the whole malloc
  * family forward to glibc, so one binary compares process against

@@ -7,27 +7,52 @@
 #include <string.h>
 
 #include "../allocator/allocator.h"
+#include "../obs/obs.h"
 #include "../os/os.h"
 #include "preload.h"
 
 int hz_allocator_started;
-int hz_mode_off;
+int hz_mode_off, hz_mode_drawn;
 
-/* The mode for mode ("on" or "off"): off only where glibc's allocator is
- * there. Returns hz_mode_off. */
-static int decide_mode(const char *mode)
+/* The mode HUGEZERO_PROCESS_AB draws when HUGEZERO_MODE is not given:
+ * "off" with its probability, else "on"; NULL when there is no draw.
+ * From HUGEZERO_AB_SEED when given, so a seed names a mode; else from
+ * fresh random bits, not the clock: a fleet's processes start in the
+ * same second. */
+static const char *draw_mode(void)
 {
-	int off = mode && !strcmp(mode, "off") && hz_glibc_malloc && hz_glibc_free;
-	if (mode && strcmp(mode, "off") && strcmp(mode, "on"))
+	double share = hz_option(HZ_OPT_PROCESS_AB)->frac;
+	const struct hz_option_value *seed = hz_option(HZ_OPT_AB_SEED);
+	if (hz_option(HZ_OPT_MODE)->given || share <= 0)
+		return NULL;
+	hz_mode_drawn = 1;
+	return hz_ab_process_off(share, seed->given ? seed->size : hz_os_random64()) ? "off" : "on";
+}
+
+/* The mode: HUGEZERO_MODE, or HUGEZERO_PROCESS_AB's draw; off only where
+ * glibc's allocator is there. Returns hz_mode_off. */
+static int decide_mode(void)
+{
+	const char *mode = draw_mode(), *what = "HUGEZERO_PROCESS_AB's draw of the off mode";
+	if (!mode) {
+		mode = hz_option(HZ_OPT_MODE)->str;
+		what = "HUGEZERO_MODE=off";
+	}
+	int off = mode && !strcmp(mode, "off");
+	if (mode && !off && strcmp(mode, "on"))
 		hz_os_log("ignoring HUGEZERO_MODE: not on or off: ", mode, NULL);
+	if (off && !(hz_glibc_malloc && hz_glibc_free)) {
+		hz_os_log("ignoring ", what, ": no glibc allocator to forward to (a static program)");
+		off = 0;
+	}
 	/* The __libc_* references bind to the first definition: another
 	 * allocator preloaded after this library (tcmalloc, mimalloc) may
 	 * define them. Off means glibc, or nothing. */
 	Dl_info di;
 	if (off && !(dladdr((void *)hz_glibc_malloc, &di) && di.dli_fname &&
 		     strstr(di.dli_fname, "/libc.so."))) {
-		hz_os_log("ignoring HUGEZERO_MODE=off: __libc_malloc is not glibc's (another allocator "
-			  "is preloaded)", NULL, NULL);
+		hz_os_log("ignoring ", what, ": __libc_malloc is not glibc's (another allocator "
+			  "is preloaded)");
 		off = 0;
 	}
 	hz_mode_off = off;
@@ -105,7 +130,7 @@ void hz_allocator_start(void)
 	}
 	hz_os_init();
 	hz_options_load();
-	if (!decide_mode(hz_option(HZ_OPT_MODE)->str)) {
+	if (!decide_mode()) {
 		/* Small blocks to jemalloc, or to the next allocator: where
 		 * decide_small says so, or where jemalloc's tables cannot be
 		 * made writable (a commit limit refused it). Where jemalloc is

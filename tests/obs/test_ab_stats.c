@@ -135,3 +135,30 @@ Test(ab_stats, interval_covers_equal_arms)
 	}
 	cr_assert(covered >= 0.92 * n && covered <= 0.98 * n, "%d of %d intervals hold 1", covered, n);
 }
+
+/* The process's arm (HUGEZERO_PROCESS_AB): 0 never off, 1 always, a seed
+ * always its own mode (the known answers tests/programs/fleet.sh runs
+ * with), off in about the share asked for over many seeds, and a process
+ * off at one share off at every larger one. */
+Test(ab_stats, process_draw)
+{
+	/* Seeds 1 to 8 at 0.5: off for 3, 4, 5 and 7. */
+	static const int off_at_half[8] = {0, 0, 1, 1, 1, 0, 1, 0};
+	for (uint64_t s = 1; s <= 8; s++) {
+		cr_assert_eq(hz_ab_process_off(0.5, s), off_at_half[s - 1], "seed %llu", (unsigned long long)s);
+		cr_assert_eq(hz_ab_process_off(0.5, s), hz_ab_process_off(0.5, s));
+	}
+	int off[3] = {0, 0, 0}, n = 100000;
+	const double shares[3] = {0, 0.3, 1};
+	for (int i = 0; i < n; i++) {
+		uint64_t s = (uint64_t)i * 7919 + (uint64_t)(uniform() * 1e12);
+		for (int k = 0; k < 3; k++)
+			off[k] += hz_ab_process_off(shares[k], s);
+		if (hz_ab_process_off(0.3, s))
+			cr_assert(hz_ab_process_off(0.31, s), "seed %llu: off at 0.3, on at 0.31", (unsigned long long)s);
+	}
+	cr_assert_eq(off[0], 0, "share 0: %d processes off", off[0]);
+	cr_assert_eq(off[2], n, "share 1: %d of %d off", off[2], n);
+	/* Binomial(100000, 0.3): sd 145; 5 sd either side. */
+	cr_assert(off[1] > 0.3 * n - 725 && off[1] < 0.3 * n + 725, "share 0.3: %d of %d off", off[1], n);
+}

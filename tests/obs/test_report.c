@@ -1,6 +1,7 @@
 /* The report: a room's figures and the size classes in each
- * of the three formats, written to a file on demand; figures by name;
- * Prometheus names; bad formats and paths refused. */
+ * of the three formats, written to a file on demand; the process's mode
+ * and own figures; figures by name; Prometheus names; bad formats, paths
+ * and labels refused. */
 #include <criterion/criterion.h>
 #include <errno.h>
 #include <regex.h>
@@ -70,23 +71,67 @@ Test(report, formats)
 	cr_assert_not_null(strstr(t, "\ntest.level_bytes 7\n"));
 	cr_assert_not_null(strstr(t, "\nmalloc.class.2048.calls 4\nmalloc.class.2048.bytes 12000\n"));
 	cr_assert_not_null(strstr(t, "\nprocess.rss_bytes "));
+	cr_assert_eq(strncmp(t, "mode on\n", 8), 0, "%s", t);
 
 	const char *j = report("json");
 	cr_assert_not_null(strstr(j, "\n    \"test.things\": 5"), "%s", j);
 	cr_assert_not_null(strstr(j, "\"malloc\": [{\"min\": 2048, \"calls\": 4, \"bytes\": 12000}]"));
 	cr_assert_eq(j[0], '{');
+	cr_assert_not_null(strstr(j, "\n  \"mode\": \"on\",\n"), "%s", j);
 	cr_assert_str_eq(j + strlen(j) - 3, "\n}\n");
 
 	char want[160];
 	const char *p = report("prometheus");
-	snprintf(want, sizeof want, "# TYPE hugezero_test_things_total counter\nhugezero_test_things_total{pid=\"%d\"} 5\n",
+	snprintf(want, sizeof want, "# TYPE hugezero_test_things_total counter\nhugezero_test_things_total{pid=\"%d\",mode=\"on\"} 5\n",
 		 getpid());
 	cr_assert_not_null(strstr(p, want), "%s", p);
-	snprintf(want, sizeof want, "# TYPE hugezero_test_level_bytes gauge\nhugezero_test_level_bytes{pid=\"%d\"} 7\n",
+	snprintf(want, sizeof want, "# TYPE hugezero_test_level_bytes gauge\nhugezero_test_level_bytes{pid=\"%d\",mode=\"on\"} 7\n",
 		 getpid());
 	cr_assert_not_null(strstr(p, want));
-	snprintf(want, sizeof want, "hugezero_bytes_total{pid=\"%d\",op=\"malloc\",class=\"2048\"} 12000\n", getpid());
+	snprintf(want, sizeof want, "hugezero_bytes_total{pid=\"%d\",mode=\"on\",op=\"malloc\",class=\"2048\"} 12000\n", getpid());
 	cr_assert_not_null(strstr(p, want));
+	rmdir(dir);
+}
+
+/* The process's own figures, as getrusage and /proc give them, and its
+ * mode in each format; the mode label is the report's own. */
+Test(report, process_figures_and_mode)
+{
+	cr_assert_not_null(mkdtemp(dir));
+	uint64_t faults, cpu, rss, peak, off;
+	cr_assert_eq(find("process.minor_faults", &faults), 0);
+	cr_assert_eq(find("process.cpu_time_ns", &cpu), 0);
+	cr_assert_eq(find("process.rss_bytes", &rss), 0);
+	cr_assert_eq(find("process.peak_rss_bytes", &peak), 0);
+	cr_assert_eq(find("process.off", &off), 0);
+	cr_assert_gt(faults, 0);
+	cr_assert_gt(rss, 0);
+	cr_assert_geq(peak, rss);
+	cr_assert_eq(off, 0);
+	/* CPU time grows as the process computes (10 ms of it, at most ~1 ms
+	 * of rusage's granularity off). */
+	volatile uint64_t x = 1;
+	for (uint64_t t0 = hz_os_thread_cpu_ns(); hz_os_thread_cpu_ns() - t0 < 10000000u;)
+		x = x * 6364136223846793005ull + 1;
+	uint64_t later;
+	cr_assert_eq(find("process.cpu_time_ns", &later), 0);
+	cr_assert_geq(later - cpu, 9000000u, "%llu ns more", (unsigned long long)(later - cpu));
+
+	hz_report_off = 1;
+	cr_assert_eq(find("process.off", &off), 0);
+	cr_assert_eq(off, 1);
+	cr_assert_eq(strncmp(report("text"), "mode off\n", 9), 0);
+	cr_assert_not_null(strstr(report("json"), "\n  \"mode\": \"off\",\n"));
+	char want[160];
+	const char *p = report("prometheus");
+	snprintf(want, sizeof want, "\nhugezero_process_minor_faults_total{pid=\"%d\",mode=\"off\"} ", getpid());
+	cr_assert_not_null(strstr(p, want), "%s", p);
+	snprintf(want, sizeof want, "\nhugezero_process_cpu_time_seconds_total{pid=\"%d\",mode=\"off\"} ", getpid());
+	cr_assert_not_null(strstr(p, want));
+	snprintf(want, sizeof want, "\nhugezero_process_off{pid=\"%d\",mode=\"off\"} 1\n", getpid());
+	cr_assert_not_null(strstr(p, want));
+	cr_assert_eq(hz_prom_labels("mode=on"), -1, "the mode label is the report's");
+	cr_assert_eq(hz_prom_labels("service=a,mode=on"), -1);
 	rmdir(dir);
 }
 

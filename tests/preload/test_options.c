@@ -24,6 +24,51 @@ Test(options, parse_size)
 		cr_assert_eq(hz_parse_size(bad[i], &v), -1, "'%s' accepted", bad[i]);
 }
 
+Test(options, parse_fraction)
+{
+	double v;
+	const struct {
+		const char *s;
+		double v;
+	} good[] = {{"0", 0}, {"1", 1}, {"0.5", 0.5}, {".25", 0.25}, {"1.000", 1}, {"00.125", 0.125}, {"0.", 0},
+		    {"1e-05", 1e-05}, {"5E-1", 0.5}, {"1e0", 1}, {"0.5e+0", 0.5}, {"25e-2", 0.25}};
+	for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+		cr_assert_eq(hz_parse_fraction(good[i].s, &v), 0, "'%s' refused", good[i].s);
+		cr_assert_float_eq(v, good[i].v, 1e-15, "'%s' read as %g", good[i].s, v);
+	}
+	const char *bad[] = {"", ".", "2", "1.5", "1.0001", "10", "-0.5", "0.5x", " 0.5", "0,5", "x",
+			     "1e1", "1e", "e-1", "1e-", "2e0", "1e-1x", "inf", "nan"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		cr_assert_eq(hz_parse_fraction(bad[i], &v), -1, "'%s' accepted", bad[i]);
+}
+
+/* HUGEZERO_PROCESS_AB and HUGEZERO_AB: fractions; anything else is named
+ * and ignored as every invalid value is, keeping the default (no draw, no
+ * arms). */
+Test(options, fractions_from_environment)
+{
+	setenv("HUGEZERO_PROCESS_AB", "0.25", 1);
+	setenv("HUGEZERO_AB", ".5", 1);
+	cr_assert_eq(hz_options_load(), 0);
+	cr_assert(hz_option(HZ_OPT_PROCESS_AB)->given);
+	cr_assert_float_eq(hz_option(HZ_OPT_PROCESS_AB)->frac, 0.25, 1e-15);
+	cr_assert(hz_option(HZ_OPT_AB)->given);
+	cr_assert_float_eq(hz_option(HZ_OPT_AB)->frac, 0.5, 1e-15);
+	setenv("HUGEZERO_PROCESS_AB", "1.5", 1);
+	setenv("HUGEZERO_AB", "half", 1);
+	cr_assert_eq(hz_options_load(), 2);
+	cr_assert_not(hz_option(HZ_OPT_PROCESS_AB)->given);
+	cr_assert_eq(hz_option(HZ_OPT_PROCESS_AB)->frac, 0);
+	cr_assert_not(hz_option(HZ_OPT_AB)->given);
+	unsetenv("HUGEZERO_PROCESS_AB");
+	unsetenv("HUGEZERO_AB");
+	cr_assert_eq(hz_options_load(), 0);
+	cr_assert_eq(hz_option(HZ_OPT_PROCESS_AB)->frac, 0);
+	char buf[32];
+	cr_assert_str_eq(hz_option_default_text(HZ_OPT_PROCESS_AB, buf, sizeof buf), "0");
+	cr_assert_str_eq(hz_option_default_text(HZ_OPT_AB, buf, sizeof buf), "(off)");
+}
+
 Test(options, load_from_environment)
 {
 	setenv("HUGEZERO_NT_THRESHOLD", "24M", 1);

@@ -3,7 +3,8 @@
 # each process's file, threads folded in, a forked child counting from
 # zero, a report written on demand; the JSON parses, the Prometheus file
 # passes promtool, the interval thread rewrites the file while the
-# program runs; HUGEZERO_MODE=off forwards everything to glibc.
+# program runs; HUGEZERO_MODE=off forwards everything to glibc, as does
+# the off mode HUGEZERO_PROCESS_AB draws.
 # Usage: stats.sh LIB STATS_KNOWN_BINARY ABI_BINARY CALLSITE_BINARY
 set -u
 lib=$1 known=$2 abi=$3 callsite=$4
@@ -171,6 +172,53 @@ else
 	bad "HUGEZERO_MODE=off: $(echo "$out" | tail -3)"
 fi
 
+# HUGEZERO_PROCESS_AB: the mode drawn once at start: 0 never off, 1
+# always, a seed its own mode (at 0.5 seed 3 off and seed 1 on, as
+# test_ab_stats knows), HUGEZERO_MODE over the draw, a bad value named and
+# ignored. A process drawn off is HUGEZERO_MODE=off's (glibc's blocks) and
+# still reports, its mode first, its own figures last.
+drawn() { # ENV...: "MODE USABLE" of the workload's usable run, its report in d.*
+	rm -f "$work"/d.*
+	local usable
+	usable=$(env "$@" HUGEZERO_STATS="$work/d" LD_PRELOAD=$lib "$known" usable 2>"$work/d.err")
+	echo "$(awk '$1 == "mode" { print $2 }' "$work"/d.[0-9]*) $usable"
+}
+for case in "off|HUGEZERO_PROCESS_AB=1" "on|HUGEZERO_PROCESS_AB=0" "off|HUGEZERO_PROCESS_AB=0.5 HUGEZERO_AB_SEED=3" \
+	"on|HUGEZERO_PROCESS_AB=0.5 HUGEZERO_AB_SEED=1" "on|HUGEZERO_PROCESS_AB=1 HUGEZERO_MODE=on" \
+	"off|HUGEZERO_PROCESS_AB=0 HUGEZERO_MODE=off" "on|HUGEZERO_PROCESS_AB=1.5"; do
+	want=${case%%|*}
+	read -r got usable <<<"$(drawn ${case#*|})"
+	[ "$want" = off ] && want_usable=$glibc_usable || want_usable=$hz_usable
+	if [ "$got" = "$want" ] && [ "$usable" = "$want_usable" ] &&
+		{ [[ $case != *=1.5 ]] || grep -q 'ignoring invalid HUGEZERO_PROCESS_AB' "$work/d.err"; }; then
+		ok "${case#*|}: the $got mode (usable size $usable)"
+	else
+		bad "${case#*|}: the ${got:-no} mode, usable $usable, want $want ($want_usable): $(cat "$work/d.err")"
+	fi
+done
+drawn HUGEZERO_PROCESS_AB=1 >/dev/null
+figures=$(awk '$1 ~ /^process\./ { printf "%s=%s ", $1, $2 }' "$work"/d.[0-9]*)
+if [[ $figures == "process.off=1 process.minor_faults="[1-9]*" process.cpu_time_ns="[1-9]*" process.rss_bytes="[1-9]*" process.peak_rss_bytes="[1-9]*" process.anon_huge_bytes="* ]]; then
+	ok "an off process's report: its mode and its own figures ($figures)"
+else
+	bad "an off process's figures: $figures"
+fi
+# Without /proc (a mount namespace of its own where one can be made): the
+# figures it gives are left out, getrusage's stay, nothing fails.
+if unshare -rm true 2>/dev/null; then
+	rm -f "$work"/np.*
+	out=$(unshare -rm sh -c 'mount -t tmpfs none /proc && exec env HUGEZERO_STATS="$1" LD_PRELOAD="$2" "$3" usable' \
+		sh "$work/np" "$lib" "$known" 2>&1)
+	figures=$(awk '$1 ~ /^process\./ { printf "%s ", $1 }' "$work"/np.* 2>/dev/null)
+	if [ -n "$out" ] && [ "$figures" = "process.off process.minor_faults process.cpu_time_ns " ]; then
+		ok "without /proc: resident sizes left out, faults and CPU time given"
+	else
+		bad "without /proc: $out; figures: $figures"
+	fi
+else
+	echo "(no unprivileged mount namespace here: the report without /proc is not tried)"
+fi
+
 # Call sites: every large memset sampled; the report names both calling
 # functions, the one that cleared more bytes first, with the module and
 # its build id for addr2line.
@@ -211,7 +259,7 @@ if [ "$out" = "-1 EINVAL" ] && ! ls "$work"/bad.* >/dev/null 2>&1; then
 else
 	bad "hz_stats_dump with an unknown format: '$out'"
 fi
-for case in "HUGEZERO_AB=2|ignoring HUGEZERO_AB" "HUGEZERO_AB=x|ignoring HUGEZERO_AB" \
+for case in "HUGEZERO_AB=2|ignoring invalid HUGEZERO_AB" "HUGEZERO_AB=x|ignoring invalid HUGEZERO_AB" \
 	"HUGEZERO_STATS_FORMAT=xml|ignoring HUGEZERO_STATS_FORMAT" "HUGEZERO_MODE=of|ignoring HUGEZERO_MODE" \
 	"HUGEZERO_CALLSITES=x|ignoring invalid HUGEZERO_CALLSITES"; do
 	rm -f "$work"/o.*

@@ -3,7 +3,8 @@
 # reads it: one file per process named *.prom, readable by the collector's
 # user, the user's labels on every sample, every rewrite replacing the
 # file whole, a forked child writing its own, each file removed when its
-# process exits; bad labels named and ignored.
+# process exits; bad labels named and ignored (pid and mode are the
+# report's own).
 # Usage: textfile.sh LIB FLEET_WORK_BINARY
 set -u
 lib=$1 fw=$2
@@ -27,7 +28,7 @@ for _ in $(seq 100); do grep -qs '^hugezero_ab_ratio{' "$f" && break; sleep 0.02
 cp "$f" "$work/one.prom"
 mode=$(stat -c %a "$f" 2>/dev/null)
 samples=$(grep -v '^#' "$work/one.prom" | wc -l)
-labelled=$(grep -v '^#' "$work/one.prom" | grep -c "{pid=\"$pid\",service=\"redis\",region=\"eu \\\\\"1\\\\\"\"")
+labelled=$(grep -v '^#' "$work/one.prom" | grep -c "{pid=\"$pid\",mode=\"on\",service=\"redis\",region=\"eu \\\\\"1\\\\\"\"")
 promtool_out=$(promtool check metrics <"$work/one.prom" 2>&1)
 # Read it as fast as possible while it is rewritten every 20 ms: each read
 # is a whole report (the first family's header first, the last family's
@@ -124,11 +125,11 @@ rm -f "$dir"/*
 
 # Bad labels: named on stderr, none added.
 long=service=$(printf 'x%.0s' $(seq 600))
-for spec in 'pid=1' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c' 'service=a,service=b' $'service=\xff' "$long"; do
+for spec in 'pid=1' 'mode=off' 'service' '1x=y' '__a=b' 'job=x' 'a-b=c' 'service=a,service=b' $'service=\xff' "$long"; do
 	rm -f "$dir"/*
 	(run HUGEZERO_LABELS="$spec" "$fw" 0 50 "$work/b.%p.json" 0 2>"$work/err")
 	if grep -q "ignoring HUGEZERO_LABELS" "$work/err" &&
-		grep -q '^hugezero_ab_bytes_total{pid="[0-9]*",op=' "$dir"/hugezero.*.prom; then
+		grep -q '^hugezero_ab_bytes_total{pid="[0-9]*",mode="on",op=' "$dir"/hugezero.*.prom; then
 		ok "HUGEZERO_LABELS=${spec:0:40}: named and ignored"
 	else
 		bad "HUGEZERO_LABELS=${spec:0:40}: $(cat "$work/err"); $(grep -m1 '^hugezero_ab_bytes' "$dir"/*)"
