@@ -2,9 +2,10 @@
 # and the Debian packages (CPack), included by CMakeLists.txt where the
 # library is built. Three components, packaged as Debian splits jemalloc
 # and mimalloc: lib (libhugezero0, the shared library), dev
-# (libhugezero-dev: the archive, the header, pkg-config, the CMake package,
-# hugezero(7)) and cli (hugezero: the command, the Prometheus rules,
-# hugezero(1)).
+# (libhugezero-dev: the archive, the header, pkg-config, the CMake
+# package) and cli (hugezero: the command, the Prometheus rules, the man
+# pages hugezero(1) and hugezero(7), the options' reference, beside the
+# command that sets them).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -66,12 +67,7 @@ foreach(page hugezero.1 hugezero.7)
     COMMENT "Writing the man page ${page}")
   list(APPEND HZ_MAN_PAGES ${out} ${out}.gz)
   string(REGEX REPLACE ".*\\." "" section ${page})
-  if(section STREQUAL "1")
-    set(component cli)
-  else()
-    set(component dev)
-  endif()
-  install(FILES ${out}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT ${component})
+  install(FILES ${out}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man${section} COMPONENT cli)
 endforeach()
 add_custom_target(man ALL DEPENDS ${HZ_MAN_PAGES})
 
@@ -114,14 +110,15 @@ set(CPACK_DEBIAN_DEV_PACKAGE_NAME libhugezero-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libhugezero0 (= ${PROJECT_VERSION})")
 set(CPACK_DEBIAN_DEV_DESCRIPTION "memset and the malloc family for zeroed memory (development files)
-The header, the static archive (its jemalloc inside), the pkg-config file,
-the CMake package and the hugezero(7) manual page of libhugezero0.")
+The header, the static archive (its jemalloc inside), the pkg-config file
+and the CMake package of libhugezero0.")
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME hugezero)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "libhugezero0 (= ${PROJECT_VERSION}), python3")
 set(CPACK_DEBIAN_CLI_DESCRIPTION "run programs under libhugezero0 and read its reports
 The hugezero command: runs a program with the library preloaded, its A/B
 arms and reports; merges, compares and charts reports; runs the workload
-suites; writes the Prometheus rules for a fleet.")
+suites; writes the Prometheus rules for a fleet. Its manual pages:
+hugezero(1), and hugezero(7), the library's options.")
 set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_CURRENT_SOURCE_DIR}/LICENSE)
 include(CPack)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The installed library, as a user builds against it: cmake --install into
-# a temporary prefix; the files, the SONAME and its links; a program built
+# a temporary prefix; the files, the man pages in the command's
+# component; the SONAME and its links; a program built
 # with pkg-config (shared, and static with Libs.private) and with CMake's
 # find_package (hugezero::hugezero, hugezero::static), each run; the
 # installed hugezero command preloads the installed library with no
@@ -31,6 +32,13 @@ for f in "$so" "$libdir/libhugezero.so" "$libdir/libhugezero.a" "$prefix/include
 	[ -e "$f" ] || missing="$missing $f"
 done
 [ -z "$missing" ] && ok "the files are installed" || bad "missing:$missing"
+# The command's component, as its package takes it, holds both man pages.
+if cmake --install "$build" --component cli --prefix "$work/cli" >"$work/install.log" 2>&1 &&
+	[ -e "$work/cli/share/man/man1/hugezero.1.gz" ] && [ -e "$work/cli/share/man/man7/hugezero.7.gz" ]; then
+	ok "the command's component holds hugezero(1) and hugezero(7)"
+else
+	bad "the command's component: $(tail -3 "$work/install.log") $(find "$work/cli" -path '*/man/*' -type f)"
+fi
 soname=$(readelf -d "$so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 if [ "$soname" = libhugezero.so.0 ] && [ -L "$so" ] && [ -L "$libdir/libhugezero.so" ]; then
 	ok "SONAME libhugezero.so.0, .so.0 and .so links to $(readlink "$so")"

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The Debian packages, as root (CI): scripts/package.sh builds
 # libhugezero0, libhugezero-dev and hugezero; lintian finds no error in
-# them; their Depends (dpkg-shlibdeps: libc6) tie them together; dpkg -i
-# installs each (the library alone first, then the others); the installed
-# command runs python3 under the installed library; dpkg -r removes each,
-# the command and the development files first, and leaves none of their
-# files behind; dpkg --purge their records.
+# them; the man pages are in hugezero; their Depends (dpkg-shlibdeps:
+# libc6) tie them together; dpkg -i installs each (the library alone
+# first, then the others); the installed command runs python3 under the
+# installed library; dpkg -r removes each, the command and the
+# development files first, and leaves none of their files behind; dpkg
+# --purge their records.
 # Usage: package.sh SOURCE_DIR
 set -u
 src=$1
@@ -36,6 +37,15 @@ elif errors=$(lintian "$work"/dist/*.deb 2>/dev/null | grep '^E:'); then
 else
 	ok "lintian: no errors ($(lintian "$work"/dist/*.deb 2>/dev/null | grep -c '^W:') warnings)"
 fi
+# The man pages come with the command: hugezero(7), the options'
+# reference, is read where the command that sets them is installed.
+cli_files=$(dpkg-deb -c "$(deb hugezero)")
+if grep -q 'man1/hugezero\.1\.gz$' <<<"$cli_files" && grep -q 'man7/hugezero\.7\.gz$' <<<"$cli_files" &&
+	! dpkg-deb -c "$(deb libhugezero-dev)" | grep -q '/man/'; then
+	ok "hugezero holds hugezero(1) and hugezero(7), libhugezero-dev no man page"
+else
+	bad "the man pages are not all in hugezero: $(grep /man/ <<<"$cli_files")"
+fi
 lib_dep=$(dpkg-deb -f "$(deb libhugezero0)" Depends)
 dev_dep=$(dpkg-deb -f "$(deb libhugezero-dev)" Depends)
 cli_dep=$(dpkg-deb -f "$(deb hugezero)" Depends)
@@ -59,12 +69,12 @@ so=/usr/lib/$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-m
 	cd "$work" || exit 1
 	env -u HUGEZERO_LIB -u LD_PRELOAD hugezero run --stats "$work/r.%p.json" -- python3 -c \
 		'import os, ctypes; print(os.environ["LD_PRELOAD"]); ctypes.CDLL(None).calloc(1, 64 << 20)' \
-		>"$work/run.out" 2>&1
+		>"$work/run.out" 2>"$work/run.err"
 ) && out=$(head -1 "$work/run.out")
 if [ "${out:-}" = "$so" ] && grep -q 'calloc.large.calls' "$work"/r.*.json 2>/dev/null; then
 	ok "hugezero run -- python3 from /usr/bin, under $so"
 else
-	bad "installed run: $(cat "$work/run.out")"
+	bad "installed run: $(cat "$work/run.out" "$work/run.err")"
 fi
 if man -w hugezero.7 >/dev/null 2>&1 && pkg-config --modversion hugezero >/dev/null; then
 	ok "man hugezero(7) and pkg-config find the installed files"
