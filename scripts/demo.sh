@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs a workload a user would
+# Installs the build's Debian packages that are missing (scripts/deps.sh
+# --build: as root; another user is told which), builds the library and
+# the benchmarks into build/, and runs a workload a user would
 # recognise (bench/workload: a frame pipeline with large zeroed buffers and
 # a recycled calloc each frame) under the library with A/B arms on half of
 # the eligible calls; then prints the merged report with the A/B verdict
 # and writes its chart. Arguments go to the workload (FRAMES).
 set -eu
 cd "$(dirname "$0")/.."
-scripts/deps.sh
+scripts/deps.sh --build
 scripts/build.sh build -DHZ_BENCH=ON
 out=build/demo
 rm -rf "$out"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Builds the Debian packages into dist/ (or $1): libhugezero0 (the shared
 # library), libhugezero-dev (the archive, header, pkg-config and CMake
-# files, hugezero(7)) and hugezero (the command, hugezero(1)), from a
+# files) and hugezero (the command, hugezero(1) and hugezero(7)), from a
 # release build for /usr in build-package/, by CPack, their Depends from
-# dpkg-shlibdeps. Install them with
+# dpkg-shlibdeps. Installs nothing and needs no root (CPack writes the
+# files as root's in the archives): it names the build's Debian packages
+# that are missing and stops. Install the packages with
 #   apt install ./dist/*.deb
 set -eu
 cd "$(dirname "$0")/.."
 out=$(realpath -m "${1:-dist}")
-scripts/deps.sh
+scripts/deps.sh --build --check
 cmake -S . -B build-package -DCMAKE_BUILD_TYPE=Release -DCMAKE_INSTALL_PREFIX=/usr \
 	-DHZ_TESTS=OFF -DHZ_BENCH=OFF >/dev/null
 cmake --build build-package -j"$(nproc)" >/dev/null
