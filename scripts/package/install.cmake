@@ -114,10 +114,13 @@ The header, the static archive (its jemalloc inside), the pkg-config file
 and the CMake package of libhugezero0.")
 set(CPACK_DEBIAN_CLI_PACKAGE_NAME hugezero)
 set(CPACK_DEBIAN_CLI_PACKAGE_SECTION utils)
-set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "libhugezero0 (= ${PROJECT_VERSION}), python3")
+set(CPACK_DEBIAN_CLI_PACKAGE_DEPENDS "libhugezero0 (= ${PROJECT_VERSION}), python3, time")
+# hugezero compare runs the others where they are installed
+set(CPACK_DEBIAN_CLI_PACKAGE_SUGGESTS "libjemalloc2, libmimalloc2.0, libtcmalloc-minimal4")
 set(CPACK_DEBIAN_CLI_DESCRIPTION "run programs under libhugezero0 and read its reports
 The hugezero command: runs a program with the library preloaded, its A/B
-arms and reports; merges, compares and charts reports; runs the workload
+arms and reports; compares a program under each allocator installed;
+merges, compares and charts reports; runs the workload
 suites; writes the Prometheus rules for a fleet. Its manual pages:
 hugezero(1), and hugezero(7), the library's options.")
 set(CPACK_RESOURCE_FILE_LICENSE ${CMAKE_CURRENT_SOURCE_DIR}/LICENSE)
