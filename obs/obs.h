@@ -300,7 +300,7 @@ struct hz_emitter;
 
 /* The process's mode, which every report states (text: a "mode" line,
  * JSON: "mode", Prometheus: a mode label on every sample): 1 off, 0 on.
- * Set once at start, before any report, by whoever decided the mode. */
+ * Set once at start (hz_report_process). */
 extern int hz_report_off;
 static inline const char *hz_report_mode(void)
 {
@@ -389,7 +389,9 @@ void hz_report_no_interval(void);
 void hz_obs_head(hz_counter_fn fn, void *arg);
 /* The report's own figure (report.swept_files), the arms' drops, then
  * the process's own figures, last: its mode (process.off, 1 in the off
- * mode), minor faults and CPU time (user and system) so far, resident
+ * mode), minor faults and CPU time (user and system) so far, the wall
+ * time since hz_report_process (so a window's faults and CPU time per
+ * second of the process's life are ratios of two increases), resident
  * and peak resident bytes, transparent huge pages mapped. A figure the
  * system does not give (no /proc, a seccomp filter) is left out, never
  * written as 0. */
@@ -433,7 +435,11 @@ void hz_report_figure(void *r, const char *name, uint64_t value, int gauge);
 /* 0, or -1 with errno. */
 int hz_report_end(struct hz_report *r);
 
-/* fork (hz_obs_fork_child): the child's report lock, unlocked. */
+/* The process as its reports describe it, once its mode is decided
+ * (off: 1 for the off mode), at start: its wall time counts from here. */
+void hz_report_process(int off);
+/* fork (hz_obs_fork_child): the child's report lock, unlocked; its wall
+ * time counts from the fork, as its getrusage figures do. */
 void hz_report_fork_child(void);
 /* fork, last in the child (hz_obs_fork_child_ready): when the parent had
  * an interval, the child's own is due. Its thread is not started there (a

@@ -11,6 +11,7 @@
 #include "obs.h"
 
 static unsigned swept_files; /* the files of processes gone removed (sweep_dead) */
+static uint64_t started_ns;  /* hz_report_process's time, or the fork's */
 
 /* ---- the walk: obs/'s own figures, first and last ---- */
 
@@ -63,6 +64,7 @@ void hz_obs_tail(hz_counter_fn fn, void *arg)
 		fn(arg, "process.minor_faults", faults, 0);
 		fn(arg, "process.cpu_time_ns", cpu_ns, 0);
 	}
+	fn(arg, "process.wall_time_ns", hz_os_now_ns() - started_ns, 0);
 	size_t rss, peak;
 	if (!hz_os_footprint(&rss, &peak)) {
 		fn(arg, "process.rss_bytes", rss, 1);
@@ -339,8 +341,15 @@ const char *hz_report_path(void)
 	return report_path;
 }
 
+void hz_report_process(int off)
+{
+	hz_report_off = off;
+	started_ns = hz_os_now_ns();
+}
+
 void hz_report_fork_child(void)
 {
+	started_ns = hz_os_now_ns();
 	pthread_mutex_init(&dump_lock, NULL);
 }
 

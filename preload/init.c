@@ -17,7 +17,7 @@ const int hz_init_linked = 1;
 
 static void configure_report(void)
 {
-	hz_report_off = hz_mode_off;
+	hz_report_process(hz_mode_off);
 	int bad = hz_report_setup(hz_option(HZ_OPT_STATS)->str, hz_option(HZ_OPT_STATS_FORMAT)->str,
 				  hz_option(HZ_OPT_STATS_INTERVAL_MS)->size, hz_option(HZ_OPT_LABELS)->str);
 	if (bad & HZ_REPORT_NO_CWD)

@@ -14,7 +14,15 @@ per comparison, labels op and class:
   hugezero:ab_ratio:W, hugezero:ab_ratio_lo95:W, hugezero:ab_ratio_hi95:W,
   hugezero:ab_verdict:W (1 B slower, -1 B faster, 0 no difference; absent
   below 2 calls an arm).
-The other labels (job, service, ...) make the groups, one table each."""
+And the modes of HUGEZERO_PROCESS_AB, per process figure F
+(rules.PROCESS_FIGURES), per mode (label mode):
+  hugezero:process_F:countW, :meanW, :medianW;
+per comparison: hugezero:process_F:on_off_ratioW, :on_off_ratio_lo95_W,
+  :on_off_ratio_hi95_W, :on_off_verdictW (1 on higher, -1 on lower, 0 no
+  difference; absent below 2 processes a mode).
+The other labels (job, service, ...) make the groups, each with the modes'
+table and the arms' (the arms run in the on mode only, so their mode label
+makes no group of its own)."""
 import json
 import math
 import os
@@ -23,11 +31,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from . import plot
+from . import modes, plot, rules
 from .commands import print_ab_table
 
 TIMEOUT = 10  # seconds, per query
-CELL_LABELS = ("__name__", "op", "class", "arm", "le")
+CELL_LABELS = ("__name__", "op", "class", "arm", "le", "mode")
 VERDICTS = {1: "B slower", -1: "B faster", 0: "no difference"}
 
 
@@ -47,6 +55,13 @@ def series_names(w):
             "lo95": "hugezero:ab_ratio_lo95:" + w,
             "hi95": "hugezero:ab_ratio_hi95:" + w,
             "verdict": "hugezero:ab_verdict:" + w}
+
+
+def process_series_names(w):
+    """{(figure, field): recorded series name} of the modes' table for
+    window w (rules.process_names, less the relative variance)."""
+    return {(f, field): name for f, _, _ in modes.FLEET_FIGURES
+            for field, name in rules.process_names(f, w).items() if field != "relvar"}
 
 
 def query(url, q, time=None):
@@ -109,6 +124,37 @@ def collect(results):
     return groups
 
 
+def collect_modes(results, groups):
+    """Into groups ({group: {...}}, as collect makes them), each group's
+    "modes": {(figure, field): value} per mode ("off", "on") and, for the
+    comparison, under "cmp"; from {(figure, field): vector}."""
+    for (figure, field), vector in results.items():
+        for s in vector:
+            labels = s["metric"]
+            key = tuple(sorted((k, v) for k, v in labels.items() if k not in CELL_LABELS))
+            table = groups.setdefault(key, {}).setdefault("modes", {})
+            where = labels.get("mode", "?") if field in ("count", "mean", "median") else "cmp"
+            table.setdefault(where, {})[(figure, field)] = float(s["value"][1])
+
+
+def mode_rows(table):
+    """modes.print_table's rows from a group's recorded modes' series."""
+    rows = []
+    for figure, name, unit in modes.FLEET_FIGURES:
+        row = {"figure": name}
+        for m in modes.MODES:
+            got = table.get(m, {})
+            n, median, mean = (got.get((figure, k)) for k in ("count", "median", "mean"))
+            row[m] = {"n": int(round(finite(n))),
+                      "median": median * unit if n and median is not None and math.isfinite(median) else None,
+                      "mean": mean * unit if n and mean is not None and math.isfinite(mean) else None}
+        c = [table.get("cmp", {}).get((figure, k), math.nan) for k in ("ratio", "lo95", "hi95", "verdict")]
+        row["cmp"] = (c[0], c[1], c[2], modes.VERDICTS.get(int(c[3]), "?")) \
+            if all(math.isfinite(x) for x in c) else None
+        rows.append(row)
+    return rows
+
+
 def finite(x):
     return x if x is not None and math.isfinite(x) else 0.0
 
@@ -158,19 +204,27 @@ def merged(cells):
 
 def cmd_fleet(args):
     match = (args.match or "").strip().strip("{}")
-    names = series_names(args.window)
-    results = {f: query(args.prometheus, n + ("{%s}" % match if match else ""), args.time)
-               for f, n in names.items()}
-    count = sum(len(v) for v in results.values())
+
+    def ask(names):
+        return {f: query(args.prometheus, n + ("{%s}" % match if match else ""), args.time)
+                for f, n in names.items()}
+    results, process = ask(series_names(args.window)), ask(process_series_names(args.window))
+    count = sum(len(v) for v in results.values()) + sum(len(v) for v in process.values())
     if not count:
-        sys.exit("hugezero fleet: no hugezero:ab_* series for window %s%s at %s (are hugezero's "
-                 "recording rules loaded in that server? see rules.py)"
+        sys.exit("hugezero fleet: no hugezero:ab_* or hugezero:process_* series for window %s%s at %s (are "
+                 "hugezero's recording rules loaded in that server? see rules.py)"
                  % (args.window, " matching {%s}" % match if match else "", args.prometheus))
     groups = collect(results)
+    collect_modes(process, groups)
     print("window %s, %d series from %s%s" % (args.window, count, args.prometheus,
                                               " at %s" % args.time if args.time else ""))
     for i, (key, cells) in enumerate(sorted(groups.items())):
+        table = cells.pop("modes", None)
         print("\n" + group_name(key))
+        if table:
+            modes.print_table(mode_rows(table), "over the last " + args.window)
+        if not cells:
+            continue
         print_ab_table(rows(cells))
         if args.svg:
             # One group: FILE itself; several: FILE's name with .1, .2, ...
@@ -183,7 +237,8 @@ def cmd_fleet(args):
 def add_arguments(subparsers):
     """The fleet subcommand on the command's subparsers; func=cmd_fleet."""
     f = subparsers.add_parser("fleet", help="the fleet's A/B from a Prometheus server's recorded series: "
-                                            "the report's table, verdict and chart")
+                                            "the modes' table (HUGEZERO_PROCESS_AB), the arms' table, "
+                                            "verdicts and chart")
     f.add_argument("--prometheus", required=True, metavar="URL", help="the server, e.g. http://127.0.0.1:9090")
     f.add_argument("--window", default="5m", help="the recorded series' window suffix (default 5m)")
     f.add_argument("--match", help="label matchers added to every query, e.g. 'service=\"redis\",region=\"eu\"'")

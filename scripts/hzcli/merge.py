@@ -1,7 +1,8 @@
 """Per-process JSON reports (HUGEZERO_STATS_FORMAT=json) merged into one:
 counters and size classes summed, the arms' raw sums and histograms added
 (so the statistics are computed afresh on the whole), call sites summed by
-their first three frames."""
+their first three frames; and each process's own figures kept apart by its
+mode (HUGEZERO_PROCESS_AB), for modes.py."""
 import json
 import sys
 
@@ -16,8 +17,15 @@ def load(path):
         return None
 
 
+# The process's own figures, one value a process (modes.py compares them).
+PROCESS_FIGURES = ("process.minor_faults", "process.cpu_time_ns", "process.rss_bytes", "process.peak_rss_bytes")
+
+
 def merge(files):
-    m = {"processes": 0, "counters": {}, "classes": {}, "ab": {}, "callsites": {}}
+    """The reports in files merged; "modes": {mode: {figure: [value per
+    process]}} for the reports that state their mode, a figure only where
+    the process's report has it."""
+    m = {"processes": 0, "counters": {}, "classes": {}, "ab": {}, "callsites": {}, "modes": {}}
     for path in files:
         rep = load(path)
         if rep is None:
@@ -25,6 +33,11 @@ def merge(files):
         m["processes"] += 1
         for k, v in rep.get("counters", {}).items():
             m["counters"][k] = m["counters"].get(k, 0) + v
+        if rep.get("mode") in ("on", "off"):
+            mode = m["modes"].setdefault(rep["mode"], {})
+            for k in PROCESS_FIGURES:
+                if k in rep.get("counters", {}):
+                    mode.setdefault(k, []).append(rep["counters"][k])
         for op, cells in rep.get("classes", {}).items():
             for c in cells:
                 cur = m["classes"].setdefault((op, c["min"]), [0, 0])

@@ -4,8 +4,11 @@ each arm's counters over the processes (pid, instance) keeping every other
 label (service, region, job, ...), and from those sums derives the arm's
 mean, percentiles and relative variance, then the B/A ratio of mean times
 with its 95% interval and the verdict, by the library's statistic
-(stats.compare, obs/ab_stats.c). One group hugezero_alerts alerts on the
-longest window's verdict and on the background thread.
+(stats.compare, obs/ab_stats.c); a group hugezero_process_W takes each
+process's own figures over W (HUGEZERO_PROCESS_AB's modes: faults and CPU
+per second, resident sizes) and compares the modes over the processes
+(stats.compare_means). One group hugezero_alerts alerts on the longest
+window's verdict and on the background thread.
 tests/prometheus/rules.sh checks the output with promtool."""
 import argparse
 import re
@@ -43,6 +46,25 @@ HEADER = """\
 #   hugezero:ab_ratio_lo95:W, hugezero:ab_ratio_hi95:W  its 95% interval
 #   hugezero:ab_verdict:W                          1 B slower (lo95 > 1), -1 B faster
 #                                                  (hi95 < 1), 0 no difference
+# The modes of HUGEZERO_PROCESS_AB (label mode, "off" glibc's way, "on"
+# hugezero's), each process's figure F over the last W (faults and CPU
+# seconds per second of its life in W, the increase of its wall time):
+#   minor_faults_per_second  increase(hugezero_process_minor_faults_total[W])
+#                            / increase(hugezero_process_wall_time_seconds_total[W])
+#   cpu_seconds_per_second   increase(hugezero_process_cpu_time_seconds_total[W])
+#                            / increase(hugezero_process_wall_time_seconds_total[W])
+#   rss_bytes                avg_over_time(hugezero_process_rss_bytes[W])
+#   peak_rss_bytes           max_over_time(hugezero_process_peak_rss_bytes[W])
+# over the processes (without pid and instance), per mode:
+#   hugezero:process_F:countW     processes
+#   hugezero:process_F:meanW      mean of the processes' figures
+#   hugezero:process_F:medianW    their median
+#   hugezero:process_F:relvarW    var/(N*mean^2), where N >= 2 and mean > 0
+# per comparison (no mode), where both modes have a relvar:
+#   hugezero:process_F:on_off_ratioW                 mean on / mean off
+#   hugezero:process_F:on_off_ratio_lo95_W, _hi95_W  its 95% interval (delta method)
+#   hugezero:process_F:on_off_verdictW               1 on higher (lo95 > 1), -1 on
+#                                                    lower (hi95 < 1), 0 no difference
 """
 
 
@@ -96,6 +118,56 @@ def comparison_rules(w):
             (lo, "%s\n- %s" % (ratio, half)),
             (hi, "%s\n+ %s" % (ratio, half)),
             ("hugezero:ab_verdict:" + w, "(%s > bool 1)\n- (%s < bool 1)" % (lo, hi))]
+
+
+# The process figures the modes are compared on: (name, each process's
+# figure over window w). A count per second of the process's life in the
+# window, not of the window (rate's): the increases of two series of one
+# report, whose samples fall at the same times, so their extrapolations to
+# the window's edges cancel; a process that lived a minute of an hour's
+# window is not diluted sixty times.
+PER_LIFE = "increase(%s[%%s])\n/ (increase(hugezero_process_wall_time_seconds_total[%%s]) > 0)"
+PROCESS_FIGURES = (
+    ("minor_faults_per_second", PER_LIFE % "hugezero_process_minor_faults_total"),
+    ("cpu_seconds_per_second", PER_LIFE % "hugezero_process_cpu_time_seconds_total"),
+    ("rss_bytes", "avg_over_time(hugezero_process_rss_bytes[%s])"),
+    ("peak_rss_bytes", "max_over_time(hugezero_process_peak_rss_bytes[%s])"),
+)
+PBY = "without (pid, instance)"  # over the processes; the mode and the user's labels stay
+
+
+def process_names(figure, w):
+    """{field: recorded series name} of one figure for window w: per mode
+    (count, mean, median, relvar), then the comparison's (ratio, lo95,
+    hi95, verdict)."""
+    n = "hugezero:process_%s:" % figure
+    return {"count": n + "count" + w, "mean": n + "mean" + w, "median": n + "median" + w,
+            "relvar": n + "relvar" + w, "ratio": n + "on_off_ratio" + w,
+            "lo95": n + "on_off_ratio_lo95_" + w, "hi95": n + "on_off_ratio_hi95_" + w,
+            "verdict": n + "on_off_verdict" + w}
+
+
+def process_rules(w):
+    """(record, expr) of window w's per-mode figures and their on/off
+    comparison, in evaluation order: stats.compare_means in PromQL (the
+    population variance stdvar gives, times N/(N-1), is the sample's)."""
+    rules = []
+    for figure, per_process in PROCESS_FIGURES:
+        x, r = per_process.replace("%s", w), process_names(figure, w)
+        half = '%g * %s\n  * sqrt(%s{mode="on"} + ignoring (mode) %s{mode="off"})' % (
+            Z, r["ratio"], r["relvar"], r["relvar"])
+        rules += [(r["count"], "count %s (%s)" % (PBY, x)),
+                  (r["mean"], "avg %s (%s)" % (PBY, x)),
+                  (r["median"], "quantile %s (0.5, %s)" % (PBY, x)),
+                  (r["relvar"], "stdvar %s (%s)\n/ ((%s >= 2) - 1)\n/ (%s > 0) ^ 2"
+                   % (PBY, x, r["count"], r["mean"])),
+                  (r["ratio"], '%s{mode="on"} / ignoring (mode) %s{mode="off"}\n'
+                               'and ignoring (mode) %s{mode="on"}\nand ignoring (mode) %s{mode="off"}'
+                   % (r["mean"], r["mean"], r["relvar"], r["relvar"])),
+                  (r["lo95"], "%s\n- %s" % (r["ratio"], half)),
+                  (r["hi95"], "%s\n+ %s" % (r["ratio"], half)),
+                  (r["verdict"], "(%s > bool 1)\n- (%s < bool 1)" % (r["lo95"], r["hi95"]))]
+    return rules
 
 
 # The alert's annotation: the interval of the alert's own series, found by
@@ -196,6 +268,10 @@ def rules_yaml(windows=DEFAULT_WINDOWS):
         out += ["  - name: hugezero_ab_%s" % w, "    rules:"]
         for record, expr in arm_rules(w) + comparison_rules(w):
             out += ["      - record: %s" % record, "        expr: %s" % scalar(expr, 8)]
+    for w in windows:
+        out += ["  - name: hugezero_process_%s" % w, "    rules:"]
+        for record, expr in process_rules(w):
+            out += ["      - record: %s" % record, "        expr: %s" % scalar(expr, 8)]
     out += ["  - name: hugezero_alerts", "    rules:"]
     for rule in alert_rules(longest):
         out.append("      - alert: %s" % rule["alert"])
@@ -219,8 +295,8 @@ def window(text):
 
 def add_arguments(subparsers):
     """The rules subcommand."""
-    p = subparsers.add_parser("rules", help="the Prometheus recording and alerting rules for the fleet's A/B, "
-                              "on stdout")
+    p = subparsers.add_parser("rules", help="the Prometheus recording and alerting rules for the fleet's A/B "
+                              "and its modes, on stdout")
     p.add_argument("--window", action="append", type=window, metavar="W",
                    help="a window of the recorded series, a Prometheus duration (30s, 5m, 1h, 1d); "
                         "repeatable (default: 5m and 1h); alerts use the longest")

@@ -1,7 +1,10 @@
 """The A/B arms' statistics, as the library computes them (obs/ab_stats.c):
 the log-linear latency buckets, quantiles of a histogram, and the B/A ratio
 of mean times with its 95% interval by the delta method. tests/programs/
-cli.sh checks that these give the library's own figures on its report."""
+cli.sh checks that these give the library's own figures on its report.
+And the modes' (HUGEZERO_PROCESS_AB): the on/off ratio of a figure's mean
+per process by the same method, as the recording rules compute it
+(rules.process_rules)."""
 import math
 
 LO, MAJ, SUB = 6, 32, 4  # HZ_AB_H_LO, HZ_AB_H_MAJ, HZ_AB_H_SUB
@@ -44,3 +47,25 @@ def compare(a, b):
     lo, hi = r - half, r + half
     verdict = "B faster" if hi < 1 else "B slower" if lo > 1 else "no difference"
     return r, lo, hi, verdict
+
+
+def compare_means(on, off):
+    """(ratio, lo, hi, verdict) of the per-process values on and off (the
+    modes' processes): the ratio of their means, its 95% interval by the
+    delta method, each mean with its own sample variance (Welch's way, as
+    compare's arms), and "on lower" (the interval below 1), "on higher"
+    (above) or "no difference"; None below 2 processes a mode or where a
+    mean is not positive. A large-sample interval: with a handful of
+    processes a mode it is narrower than it should be."""
+    if len(on) < 2 or len(off) < 2:
+        return None
+    m_on, m_off = sum(on) / len(on), sum(off) / len(off)
+    if m_on <= 0 or m_off <= 0:
+        return None
+
+    def relvar(xs, m):  # var / (N mean^2): the mean's squared relative error
+        return sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / (len(xs) * m * m)
+    r = m_on / m_off
+    half = 1.96 * r * math.sqrt(relvar(on, m_on) + relvar(off, m_off))
+    lo, hi = r - half, r + half
+    return r, lo, hi, "on lower" if hi < 1 else "on higher" if lo > 1 else "no difference"

@@ -98,8 +98,10 @@ Test(report, formats)
 Test(report, process_figures_and_mode)
 {
 	cr_assert_not_null(mkdtemp(dir));
-	uint64_t faults, cpu, rss, peak, off;
+	uint64_t faults, cpu, rss, peak, off, wall, wall_later;
+	hz_report_process(0);
 	cr_assert_eq(find("process.minor_faults", &faults), 0);
+	cr_assert_eq(find("process.wall_time_ns", &wall), 0);
 	cr_assert_eq(find("process.cpu_time_ns", &cpu), 0);
 	cr_assert_eq(find("process.rss_bytes", &rss), 0);
 	cr_assert_eq(find("process.peak_rss_bytes", &peak), 0);
@@ -116,8 +118,12 @@ Test(report, process_figures_and_mode)
 	uint64_t later;
 	cr_assert_eq(find("process.cpu_time_ns", &later), 0);
 	cr_assert_geq(later - cpu, 9000000u, "%llu ns more", (unsigned long long)(later - cpu));
+	/* The wall time counts from hz_report_process, and with the CPU time. */
+	cr_assert_eq(find("process.wall_time_ns", &wall_later), 0);
+	cr_assert_geq(wall_later - wall, 10000000u);
+	cr_assert_lt(wall, 1000000000u, "%llu ns since hz_report_process", (unsigned long long)wall);
 
-	hz_report_off = 1;
+	hz_report_process(1);
 	cr_assert_eq(find("process.off", &off), 0);
 	cr_assert_eq(off, 1);
 	cr_assert_eq(strncmp(report("text"), "mode off\n", 9), 0);
@@ -127,6 +133,8 @@ Test(report, process_figures_and_mode)
 	snprintf(want, sizeof want, "\nhugezero_process_minor_faults_total{pid=\"%d\",mode=\"off\"} ", getpid());
 	cr_assert_not_null(strstr(p, want), "%s", p);
 	snprintf(want, sizeof want, "\nhugezero_process_cpu_time_seconds_total{pid=\"%d\",mode=\"off\"} ", getpid());
+	cr_assert_not_null(strstr(p, want));
+	snprintf(want, sizeof want, "\nhugezero_process_wall_time_seconds_total{pid=\"%d\",mode=\"off\"} 0.", getpid());
 	cr_assert_not_null(strstr(p, want));
 	snprintf(want, sizeof want, "\nhugezero_process_off{pid=\"%d\",mode=\"off\"} 1\n", getpid());
 	cr_assert_not_null(strstr(p, want));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The hugezero command: run prepends the library to LD_PRELOAD and passes
 # the options; report merges the reports of a forking program (parent and
-# child) into exact sums and writes a chart; info describes the machine.
+# child) into exact sums and writes a chart, and keeps the modes' process
+# figures apart; info describes the machine.
 # Usage: cli.sh HUGEZERO_COMMAND LIB STATS_KNOWN_BINARY OTHER_LIB (any library to preload)
 set -u
 cli=$1 lib=$2 known=$3 other=$4
@@ -28,6 +29,47 @@ else
 	bad "report: $rep"
 fi
 "$cli" report "$work/nothing.json" 2>/dev/null && bad "report of nothing succeeded" || ok "report: no readable report is an error"
+
+# The modes (HUGEZERO_PROCESS_AB): reports of processes drawn on (seeds 1
+# and 2) and off (3 and 4) merged keep each process's own figures by its
+# mode; the modes' table (hzcli/modes.py, for `hugezero report`) has both
+# modes' two processes, their figures' means, and a comparison of each;
+# reports of one mode have no table.
+for seed in 1 2 3 4; do
+	HUGEZERO_PROCESS_AB=0.5 HUGEZERO_AB_SEED=$seed "$cli" run --stats "$work/m$seed.%p.json" -- "$known" usable >/dev/null
+done
+check=$(/usr/bin/python3 - "$(dirname "$cli")" "$work"/m[1-4].*.json <<'PY'
+import contextlib, io, json, sys
+sys.path.insert(0, sys.argv[1])
+from hzcli import merge, modes, stats
+files = sys.argv[2:]
+reps = [json.load(open(f)) for f in files]
+m = merge.merge(files)
+bad = []
+if sorted(r["mode"] for r in reps) != ["off", "off", "on", "on"]:
+    bad.append("modes %s" % [r["mode"] for r in reps])
+rows = {r["figure"]: r for r in modes.report_rows(m["modes"])}
+for counter, name, unit in modes.REPORT_FIGURES:
+    r = rows[name]
+    for mode in modes.MODES:
+        xs = [p["counters"][counter] * unit for p in reps if p["mode"] == mode]
+        if r[mode]["n"] != 2 or abs(r[mode]["mean"] - sum(xs) / 2) > 1e-9 * abs(sum(xs)):
+            bad.append("%s %s: %s, the reports' %s" % (name, mode, r[mode], xs))
+    on, off = ([p["counters"][counter] * unit for p in reps if p["mode"] == k] for k in ("on", "off"))
+    if r["cmp"] != stats.compare_means(on, off) or (r["cmp"] is None and min(on + off) > 0):
+        bad.append("%s: %s" % (name, r["cmp"]))
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    modes.print_modes(m)
+    modes.print_modes(merge.merge([f for f, r in zip(files, reps) if r["mode"] == "on"]))
+lines = [l for l in out.getvalue().splitlines() if l.split("|")[0].strip() in rows]
+if out.getvalue().count("processes by mode") != 1 or len(lines) != 4 or \
+        any(l.split("|")[1].split()[0] != "2" or l.split("|")[2].split()[0] != "2" for l in lines):
+    bad.append("the table: %s" % out.getvalue())
+print("; ".join(bad) if bad else "ok %s" % "; ".join(" ".join(l.split()) for l in lines[:1]))
+PY
+)
+case $check in ok*) ok "report: the modes' figures by process, compared: ${check#ok }" ;; *) bad "the modes: $check" ;; esac
 
 # The command's statistics are the library's own: on one process's report,
 # for every cell of the arms, the B/A ratio, its interval and the verdict

@@ -4,11 +4,14 @@
 # directory) and a Prometheus server (Debian's prometheus, a temporary
 # configuration and data directory, the rules of `hugezero rules`, as the
 # package installs them) on free local
-# ports; three processes of a workload under A/B write periodic reports
+# ports; six processes of a workload under HUGEZERO_PROCESS_AB=0.5, three
+# drawn on (with the per-call arms) and three off, write periodic reports
 # there and a JSON report each. Prometheus's recorded B/A ratio and its
 # interval (centre and half-width) must agree with `hugezero report` over
 # the JSON reports within 1%, cell by cell, with the same verdict;
-# `hugezero fleet` prints them.
+# `hugezero fleet` prints them. Prometheus shows both modes with every
+# process figure, its recorded per-mode figures agree with the JSON
+# reports', and `hugezero fleet` compares the modes.
 # (Prometheus's increase() extrapolates a series that ends inside the
 # window by half a scrape interval: the counts it sees exceed a process's
 # by 1/(2(samples - 1)), which narrows the interval by half that. Scraped
@@ -91,21 +94,25 @@ if [ $up = 0 ]; then
 	exit 1
 fi
 
-# Three processes: a handful of calls, 3 s for a scrape to see them, 4 s of
+# Six processes: a handful of calls, 3 s for a scrape to see them, 4 s of
 # calls, the JSON report, 3 s for the last figures to be scraped, exit.
+# At 0.5, seeds 1, 2 and 6 draw the on mode, 3, 4 and 5 the off mode
+# (tests/obs/test_ab_stats.c knows these draws).
 work_pids=()
-for i in 1 2 3; do
+for seed in 1 2 3 4 5 6; do
 	HUGEZERO_STATS="$textdir/hugezero.prom" HUGEZERO_STATS_FORMAT=prometheus HUGEZERO_STATS_INTERVAL_MS=100 \
-		HUGEZERO_AB=0.5 HUGEZERO_LABELS=service=e2e LD_PRELOAD=$lib \
-		"$fw" 3000 4000 "$work/json/r.%p.json" 3000 &
+		HUGEZERO_PROCESS_AB=0.5 HUGEZERO_AB_SEED=$seed HUGEZERO_AB=0.5 HUGEZERO_LABELS=service=e2e \
+		LD_PRELOAD=$lib "$fw" 3000 4000 "$work/json/r.%p.json" 3000 &
 	work_pids+=($!)
 done
 st=0
 for p in "${work_pids[@]}"; do wait "$p" || st=1; done
-if [ $st = 0 ] && [ "$(ls "$work"/json/r.*.json | wc -l)" = 3 ] && [ -z "$(ls "$textdir")" ]; then
-	ok "3 processes ran under A/B, wrote their JSON reports and removed their textfiles"
+modes=$(cat "$work"/json/r.*.json 2>/dev/null | sed -n 's/^  "mode": "\(.*\)",$/\1/p' | sort | uniq -c | tr -s ' \n' ' ')
+if [ $st = 0 ] && [ "$(ls "$work"/json/r.*.json | wc -l)" = 6 ] && [ "$modes" = " 3 off 3 on " ] &&
+	[ -z "$(ls "$textdir")" ]; then
+	ok "6 processes ran, 3 on under A/B and 3 off, wrote their JSON reports and removed their textfiles"
 else
-	bad "the workload: status $st, $(ls "$work/json") / left: $(ls "$textdir")"
+	bad "the workload: status $st, modes$modes, $(ls "$work/json") / left: $(ls "$textdir")"
 fi
 sleep 3 # the rules' evaluations after the last scrape
 
@@ -167,12 +174,56 @@ ok*) ok "recorded B/A ratio, interval and verdict = hugezero report's within 1%:
 *) bad "Prometheus against the reports: $check" ;;
 esac
 
+# The modes: every process figure in Prometheus for 3 processes of each
+# mode; the recorded per-mode series count them, their mean peak RSS is
+# the JSON reports' (its last value: nothing grows it after the report),
+# and every figure has its on/off comparison.
+check=$(/usr/bin/python3 - "$(dirname "$cli")" "$prom" "$work"/json/r.*.json <<'PY'
+import json, sys, urllib.parse, urllib.request
+sys.path.insert(0, sys.argv[1])
+from hzcli.merge import merge
+from hzcli.rules import PROCESS_FIGURES, process_names
+prom, files = sys.argv[2], sys.argv[3:]
+def ask(q):
+    u = prom + "/api/v1/query?" + urllib.parse.urlencode({"query": q})
+    return json.loads(urllib.request.urlopen(u, timeout=5).read())["data"]["result"]
+def by_mode(q):
+    return {s["metric"].get("mode"): float(s["value"][1]) for s in ask(q)}
+bad = []
+for name in ("hugezero_process_minor_faults_total", "hugezero_process_cpu_time_seconds_total",
+             "hugezero_process_rss_bytes", "hugezero_process_peak_rss_bytes"):
+    got = by_mode('count by (mode) (max_over_time(%s{service="e2e"}[5m]))' % name)
+    if got != {"off": 3, "on": 3}:
+        bad.append("%s: processes by mode %s" % (name, got))
+modes = merge(files)["modes"]
+for figure, _ in PROCESS_FIGURES:
+    r = process_names(figure, "5m")
+    count = by_mode('%s{service="e2e"}' % r["count"])
+    if count != {"off": 3, "on": 3}:
+        bad.append("%s: recorded processes by mode %s" % (figure, count))
+    if not all(ask('%s{service="e2e"}' % r[k]) for k in ("ratio", "lo95", "hi95", "verdict")):
+        bad.append("%s: no recorded on/off comparison" % figure)
+peak = by_mode('%s{service="e2e"}' % process_names("peak_rss_bytes", "5m")["mean"])
+for mode in ("off", "on"):
+    want = sum(modes[mode]["process.peak_rss_bytes"]) / 3
+    if abs(peak.get(mode, 0) - want) > 0.02 * want:
+        bad.append("%s: mean peak RSS %s recorded, %d reported" % (mode, peak.get(mode), want))
+print("; ".join(bad) if bad else "ok peak RSS %.1f MiB off, %.1f MiB on" % (peak["off"] / 2**20, peak["on"] / 2**20))
+PY
+)
+case $check in
+ok*) ok "both modes in Prometheus with every process figure, recorded per mode and compared: ${check#ok }" ;;
+*) bad "the modes in Prometheus: $check" ;;
+esac
+
 # hugezero fleet: the same table, its ratios, intervals and means the
 # recorded ones (printed to 3 decimals, means to 0.1 us).
 if out=$(HUGEZERO_LIB=$lib "$cli" fleet --prometheus "$prom" --match 'service="e2e"' --svg "$work/fleet.svg") &&
 	rep=$("$cli" report "$work"/json/r.*.json); then
-	check=$(/usr/bin/python3 - "$out" "$rep" <<'PY'
-import re, sys
+	check=$(/usr/bin/python3 - "$out" "$rep" "$(dirname "$cli")" "$work"/json/r.*.json <<'PY'
+import contextlib, io, re, sys
+sys.path.insert(0, sys.argv[3])
+from hzcli import merge, modes
 def rows(text):
     r = {}
     for line in text.splitlines():
@@ -188,7 +239,25 @@ def near(k):  # a bound within 1% of 1: the verdict may differ
     return min(abs(ratio - half - 1), abs(ratio + half - 1)) < 0.01 * ratio
 bad = [k for k in report if k not in fleet or (fleet[k][1] != report[k][1] and not near(k)) or
        any(abs(a - b) > 0.01 * b + (0.001 if i < 2 else 0.05) for i, (a, b) in enumerate(zip(fleet[k][0], report[k][0])))]
-print("ok %d rows" % len(report) if report and not bad else "differ: %s" % bad)
+# The modes' table: both modes' 3 processes and a comparison for every
+# figure, as the reports' own table (modes.print_modes) has them.
+names = {n for _, n, _ in modes.FLEET_FIGURES + modes.REPORT_FIGURES}
+def mode_rows(text):
+    r = {}
+    for line in text.splitlines():
+        f = line.split("|")
+        if len(f) == 4 and f[0].strip() in names:
+            r[f[0].strip()] = (f[1].split()[0], f[2].split()[0], "not enough" not in f[3])
+    return r
+table = io.StringIO()
+with contextlib.redirect_stdout(table):
+    modes.print_modes(merge.merge(sys.argv[4:]))
+fm, rm = mode_rows(sys.argv[1]), mode_rows(table.getvalue())
+if len(fm) != 4 or any(v != ("3", "3", True) for v in fm.values()):
+    bad.append("fleet's modes: %s" % fm)
+if len(rm) != 4 or any(v != ("3", "3", True) for v in rm.values()):
+    bad.append("the reports' modes: %s" % rm)
+print("ok %d rows, both modes' 4 figures" % len(report) if report and not bad else "differ: %s" % bad)
 PY
 )
 	if [[ $check == ok* ]] && /usr/bin/python3 -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$work/fleet.svg"; then

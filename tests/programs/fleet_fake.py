@@ -2,8 +2,10 @@
 """hugezero fleet against a fake Prometheus (no Prometheus binary): an HTTP
 server on a free 127.0.0.1 port answers /api/v1/query with canned recorded
 series for two services -- redis, one cell with enough calls and a known
-ratio, interval and verdict; nginx, one cell whose arm B is empty -- and
-the command's table, groups, chart and error paths are checked.
+ratio, interval and verdict, and processes of both modes with known
+figures and comparisons; nginx, one cell whose arm B is empty, and
+processes of the on mode only -- and the command's tables, groups, chart
+and error paths are checked.
 Usage: fleet_fake.py SCRIPTS_DIR (the directory holding hzcli/)"""
 import contextlib
 import http.server
@@ -23,6 +25,7 @@ from hzcli import fleet  # noqa: E402
 W = "5m"
 REDIS = {"job": "node", "service": "redis"}
 NGINX = {"job": "node", "service": "nginx"}
+ZDB = {"job": "node", "service": "zdb"}
 SERIES = []  # (name, labels, value)
 
 
@@ -58,6 +61,37 @@ for f, v in (("ab_ratio", 0.8123), ("ab_ratio_lo95", 0.7891), ("ab_ratio_hi95", 
 # nginx, calloc from 2 MiB: 5 calls in A, none in B (no ratio recorded).
 arm(NGINX, "calloc", 2097152, "A", 5, 5 * 2097152, 100e-6, 10e-6, {2 ** 17: 5}, (98e-6, 120e-6, 120e-6))
 arm(NGINX, "calloc", 2097152, "B", 0, 0, 0, 0, {}, (float("nan"),) * 3)
+
+
+
+def mode_series(user, figure, per_mode, cmp):
+    """A figure's recorded modes' series: per_mode {mode: (count, median,
+    mean)}, cmp (ratio, lo95, hi95, verdict) or None."""
+    n = "hugezero:process_%s:" % figure
+    for mode, values in per_mode.items():
+        for f, v in zip(("count", "median", "mean"), values):
+            SERIES.append((n + f + W, dict(user, mode=mode), v))
+        SERIES.append((n + "relvar" + W, dict(user, mode=mode), 0.01))  # recorded, not shown
+    for f, v in zip(("on_off_ratio", "on_off_ratio_lo95_", "on_off_ratio_hi95_", "on_off_verdict"), cmp or ()):
+        SERIES.append((n + f + W, dict(user), v))
+
+
+# redis: 4 processes off, 5 on; faults fewer on, CPU no different, RSS
+# higher on, the peak without a recorded comparison.
+MIB = 1 << 20
+mode_series(REDIS, "minor_faults_per_second", {"off": (4, 1200, 1250), "on": (5, 300, 310.5)},
+            (0.2484, 0.2001, 0.2967, -1))
+mode_series(REDIS, "cpu_seconds_per_second", {"off": (4, 0.5, 0.52), "on": (5, 0.48, 0.49)},
+            (0.9423, 0.85, 1.0346, 0))
+mode_series(REDIS, "rss_bytes", {"off": (4, 100 * MIB, 105 * MIB), "on": (5, 110 * MIB, 115 * MIB)},
+            (1.0952, 1.02, 1.17, 1))
+mode_series(REDIS, "peak_rss_bytes", {"off": (4, 120 * MIB, 121 * MIB), "on": (5, 130 * MIB, 131 * MIB)}, None)
+# zdb: processes of both modes, no arms (HUGEZERO_AB unset).
+for fig in ("minor_faults_per_second", "cpu_seconds_per_second", "rss_bytes", "peak_rss_bytes"):
+    mode_series(ZDB, fig, {"off": (2, 20, 20), "on": (2, 10, 10)}, (0.5, 0.4, 0.6, -1))
+# nginx: 3 processes on, none off.
+for fig in ("minor_faults_per_second", "cpu_seconds_per_second", "rss_bytes", "peak_rss_bytes"):
+    mode_series(NGINX, fig, {"on": (3, 10, 10)}, None)
 
 QUERIES = []  # (path, query, time) as received
 
@@ -122,7 +156,9 @@ def run(args):
 
 
 def table_row(text, heading, op):
-    """The A fields, B fields and comparison of op's row under heading."""
+    """The fields of op's row under heading: of the arms' table, A's, B's
+    and the comparison; of the modes' (op a figure), off's, on's and the
+    comparison."""
     part = text.split("\n" + heading + "\n", 1)[1] if "\n" + heading + "\n" in text else ""
     part = re.split(r"\n\n(?=\S+=)", part)[0]
     for line in part.splitlines():
@@ -141,7 +177,8 @@ def main():
 
     text, code = run(Args(url, svg=svg))
     check(code is None, "fleet ran (exit %r)" % (code,))
-    queried = set(fleet.series_names(W).values())  # the rates and relvar are not used
+    queried = set(fleet.series_names(W).values()) | set(fleet.process_series_names(W).values())
+    # (the rates and relvars are not asked for)
     check(text.startswith("window 5m, %d series from %s" % (sum(n in queried for n, _, _ in SERIES), url)),
           "the first line names the window, the series and the server: %r" % text.split("\n")[0])
     redis, nginx = 'job="node", service="redis"', 'job="node", service="nginx"'
@@ -151,6 +188,25 @@ def main():
     check(cmp == "0.812 [0.789, 0.835]   B faster", "redis: the recorded ratio, interval and verdict: %r" % cmp)
     check(a == ["1000", "10.0", "9.5", "13.0", "15.0", "6.6"] and b == ["1200", "8.0", "7.5", "11.0", "14.0", "8.2"],
           "redis: calls (rounded increases), mean, recorded p50/p90/p99 (us), GB/s: A %s, B %s" % (a, b))
+    check(text.count("\n%s\n" % redis) == 1, "the modes make no group of their own")
+    check(table_row(text, redis, "minor faults/s") ==
+          (["4", "1200", "1250"], ["5", "300", "310.5"], "0.248 [0.200, 0.297]   on lower"),
+          "redis, faults: each mode's processes, median and mean, the recorded ratio, interval and verdict: %r"
+          % (table_row(text, redis, "minor faults/s"),))
+    check(table_row(text, redis, "CPU cores")[2] == "0.942 [0.850, 1.035]   no difference" and
+          table_row(text, redis, "RSS MiB (mean)") ==
+          (["4", "100", "105"], ["5", "110", "115"], "1.095 [1.020, 1.170]   on higher"),
+          "redis, CPU and RSS (in MiB): %r, %r" % (table_row(text, redis, "CPU cores"),
+                                                   table_row(text, redis, "RSS MiB (mean)")))
+    check(table_row(text, redis, "peak RSS MiB")[2] == "-                      not enough processes" and
+          table_row(text, nginx, "minor faults/s") == (["0", "-", "-"], ["3", "10", "10"],
+                                                      "-                      not enough processes"),
+          "no recorded comparison, a mode without processes: 'not enough processes': %r"
+          % (table_row(text, nginx, "minor faults/s"),))
+    zdb = 'job="node", service="zdb"'
+    part = text.split("\n%s\n" % zdb, 1)[-1]
+    check(zdb in text and "A/B arms" not in part and table_row(text, zdb, "CPU cores")[2] ==
+          "0.500 [0.400, 0.600]   on lower", "a group with processes of both modes and no arms: the modes' table alone")
     a, b, cmp = table_row(text, nginx, "calloc")
     check(cmp is not None and cmp.split() == ["-", "not", "enough", "calls"],
           "nginx: arm B empty, 'not enough calls': %r" % cmp)

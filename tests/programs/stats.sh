@@ -198,7 +198,7 @@ for case in "off|HUGEZERO_PROCESS_AB=1" "on|HUGEZERO_PROCESS_AB=0" "off|HUGEZERO
 done
 drawn HUGEZERO_PROCESS_AB=1 >/dev/null
 figures=$(awk '$1 ~ /^process\./ { printf "%s=%s ", $1, $2 }' "$work"/d.[0-9]*)
-if [[ $figures == "process.off=1 process.minor_faults="[1-9]*" process.cpu_time_ns="[1-9]*" process.rss_bytes="[1-9]*" process.peak_rss_bytes="[1-9]*" process.anon_huge_bytes="* ]]; then
+if [[ $figures == "process.off=1 process.minor_faults="[1-9]*" process.cpu_time_ns="[1-9]*" process.wall_time_ns="[1-9]*" process.rss_bytes="[1-9]*" process.peak_rss_bytes="[1-9]*" process.anon_huge_bytes="* ]]; then
 	ok "an off process's report: its mode and its own figures ($figures)"
 else
 	bad "an off process's figures: $figures"
@@ -210,7 +210,7 @@ if unshare -rm true 2>/dev/null; then
 	out=$(unshare -rm sh -c 'mount -t tmpfs none /proc && exec env HUGEZERO_STATS="$1" LD_PRELOAD="$2" "$3" usable' \
 		sh "$work/np" "$lib" "$known" 2>&1)
 	figures=$(awk '$1 ~ /^process\./ { printf "%s ", $1 }' "$work"/np.* 2>/dev/null)
-	if [ -n "$out" ] && [ "$figures" = "process.off process.minor_faults process.cpu_time_ns " ]; then
+	if [ -n "$out" ] && [ "$figures" = "process.off process.minor_faults process.cpu_time_ns process.wall_time_ns " ]; then
 		ok "without /proc: resident sizes left out, faults and CPU time given"
 	else
 		bad "without /proc: $out; figures: $figures"

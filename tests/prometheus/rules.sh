@@ -2,8 +2,9 @@
 # The Prometheus rules `hugezero rules` writes (scripts/hzcli/rules.py):
 # written into OUTDIR as hugezero.rules.yml, rules_test.yml copied beside
 # them; promtool check rules must accept them and promtool test rules pass
-# the unit tests (known answers of the A/B and the alerts). Other windows
-# give valid rules too, and a window that is not a duration is refused.
+# the unit tests (known answers of the A/B, the modes and the alerts).
+# Other windows give valid rules too, and a window that is not a duration
+# is refused.
 # The module is imported directly: this needs neither the library nor the
 # command. Skips (exit 77) only when promtool is not installed.
 # Usage: rules.sh OUTDIR
