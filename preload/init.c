@@ -95,6 +95,8 @@ static void init(void)
 	configure_callsites();
 	if (verbose)
 		hz_verbose_print();
+	if (verbose && hz_mode_drawn)
+		hz_os_log("the on mode, drawn by HUGEZERO_PROCESS_AB", NULL, NULL);
 	hz_zeroer_allow(1);
 	hz_helpers_allow();
 }
