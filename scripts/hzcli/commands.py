@@ -8,7 +8,7 @@ import platform
 import subprocess
 import sys
 
-from . import idle, plot, real, resolve, suite
+from . import idle, modes, plot, real, resolve, suite
 from .merge import merge
 from .stats import compare, quantile
 from .units import size_name
@@ -152,6 +152,7 @@ def print_report(m):
     for k in SUMMARY:
         if k in c:
             print("  %-32s %d" % (k, c[k]))
+    modes.print_modes(m)
     if m["ab"]:
         print_ab_table(ab_rows(m["ab"]))
     if m["callsites"]:
