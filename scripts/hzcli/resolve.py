@@ -107,7 +107,10 @@ def executable(prog):
 def load_order(exe, preload):
     """The objects of exe's global scope after exe itself, in ld.so's
     order, with preload (a list of paths) preloaded: ld.so's trace; [] when
-    it cannot be read."""
+    it cannot be read, or exe is not a dynamic ELF program (a static one
+    would not trace but run)."""
+    if not exe or not Elf(exe).interp:
+        return []
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
     env["LD_TRACE_LOADED_OBJECTS"] = "1"
     if preload:
@@ -132,7 +135,7 @@ def sanitizer_first(exe, preload):
     """The preload list with sanitizer runtimes first: those already
     preloaded, then those exe needs (ld.so's trace without preloads), in
     that order; then the rest as they were."""
-    needed = [p for p in load_order(exe, []) if sanitizer(p)] if exe else []
+    needed = [p for p in load_order(exe, []) if sanitizer(p)]
     first = [p for p in preload if sanitizer(p)]
     first += [p for p in needed if os.path.basename(p) not in map(os.path.basename, first)]
     return first + [p for p in preload if not sanitizer(p)]
@@ -203,7 +206,8 @@ def describe(prog, lib, preload=None):
         lines.append("%s is a script run by %s: what it runs in turn is not checked" % (path, exe))
     own = baseline(exe)
     if own:
-        lines.append("without the preload, malloc is %s's: what runs as \"glibc\" runs that allocator" % own)
+        lines.append("without a preload, malloc is %s's, not glibc's (hugezero compare's glibc runs are that "
+                     "allocator)" % own)
     return [head] + ["  " + l for l in lines]
 
 

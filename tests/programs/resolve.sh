@@ -33,6 +33,14 @@ run() {
 run "plain program" "$plain" "reaches own_plain's malloc and memset" "malloc: hugezero" "memset: hugezero"
 run "jemalloc linked in" "$jem" "does not reach" "malloc: the program's own \(jemalloc linked in\)"
 run "static program" "$static" "statically linked: no dynamic linker runs, so LD_PRELOAD does nothing"
+# Looking at a program runs none of it: each ran once under hugezero run
+# (ld.so's trace of a static one would run it instead).
+for prog in "$static" "$plain" "$jem"; do
+	rm -f "$work/runs"
+	OWN_ALLOC_RUNS=$work/runs "$cli" run --stats "$work/r.%p.json" -- "$prog" >/dev/null 2>&1
+	n=$(wc -l <"$work/runs" 2>/dev/null)
+	[ "$n" = 1 ] && ok "$(basename "$prog") ran once" || bad "$(basename "$prog") ran ${n:-0} times"
+done
 run "AddressSanitizer" "$asan" "malloc: libasan.so[.0-9]*, the sanitizer's allocator" \
 	"memset: libasan.so[.0-9]*, the sanitizer's interceptor"
 # The order it ran with: the sanitizer's runtime first.
