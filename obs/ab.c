@@ -59,11 +59,8 @@ int hz_ab_pick(void)
 
 int hz_ab_process_off(double share_off, uint64_t seed)
 {
-	/* splitmix64: nearby seeds (1, 2, 3 in a test) give unrelated draws. */
-	uint64_t z = seed + 0x9E3779B97F4A7C15ull;
-	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-	z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-	z ^= z >> 31;
+	/* Nearby seeds (1, 2, 3 in a test) give unrelated draws. */
+	uint64_t z = hz_os_mix64(seed + 0x9E3779B97F4A7C15ull);
 	return (double)(z >> 11) * 0x1p-53 < share_off;
 }
 

@@ -30,12 +30,8 @@ uint64_t hz_os_random64(void)
 	errno = saved;
 	if (n == (long)sizeof v)
 		return v;
-	/* A kernel-placed address (randomised by ASLR) and the clock, mixed
-	 * (splitmix64's finaliser). */
-	v = (uint64_t)(uintptr_t)&v ^ hz_os_now_ns();
-	v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9ull;
-	v = (v ^ (v >> 27)) * 0x94d049bb133111ebull;
-	return v ^ (v >> 31);
+	/* A kernel-placed address (randomised by ASLR) and the clock, mixed. */
+	return hz_os_mix64((uint64_t)(uintptr_t)&v ^ hz_os_now_ns());
 }
 
 /* ---- limits ---- */

@@ -33,6 +33,15 @@ void hz_os_init(void);
  * bytes: glibc makes its stack canary and pointer guard of them, which a
  * leaked arena address must not reveal. */
 uint64_t hz_os_random64(void);
+/* x's bits spread over all 64 (splitmix64's finaliser, a bijection): the
+ * fallback above mixes with it; a draw from a seed takes nearby seeds (1,
+ * 2, 3) to unrelated values. */
+static inline uint64_t hz_os_mix64(uint64_t x)
+{
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
 
 /* ---- memory ---- */
 
