@@ -74,39 +74,49 @@ def session_pids(pid):
 
 def run_server(a, env, plain_env, lib_names, before=None, after=None):
     """One server run (a: the parsed arguments, or anything with their
-    server, ready, load, metric, timeout, ready_timeout and stop_timeout):
-    {metric, load_s, cpu_s, faults, rss_mib}. The real-program suite's
-    redis cases run through it too: before(port), once the server is
+    server, ready, load, metric, timeout, ready_timeout, stop_timeout,
+    pidfile and stop_signal; a.dir, when it has one, is {dir} instead of a
+    new directory, kept): {metric, load_s, cpu_s, faults, rss_mib}. The
+    server measured and stopped is the process started, or the one whose
+    pid the pidfile names (a server started through a wrapper, or one
+    that goes to the background). The real-program suite's redis and
+    pgbench cases run through it too: before(port), once the server is
     ready, fills it; after(port, output), before it is stopped, checks its
     answers (raising RunError)."""
-    d = tempfile.mkdtemp(prefix="hz-compare-")
+    own = getattr(a, "dir", None)
+    d = own or tempfile.mkdtemp(prefix="hz-compare-")
     port = free_port()
     log = open(os.path.join(d, "server.log"), "wb")
     srv = subprocess.Popen(words(a.server, port, d), env=env, stdin=subprocess.DEVNULL, stdout=log,
                            stderr=subprocess.STDOUT, start_new_session=True, cwd=d)
+    pid = None
     try:
         deadline = time.time() + a.ready_timeout
         while True:
-            if srv.poll() is not None:
+            if srv.poll() is not None and not a.pidfile:
                 raise RunError("the server exited (%d) before it was ready: %s" % (srv.returncode, tail(d)))
             r = subprocess.run(words(a.ready, port, d), env=plain_env, stdin=subprocess.DEVNULL,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d)
-            if r.returncode == 0:
+            pid = pid_in(words(a.pidfile, port, d)[0]) if a.pidfile else srv.pid
+            if r.returncode == 0 and pid:
                 break
             if time.time() > deadline:
-                raise RunError("the server was not ready in %g s: %s" % (a.ready_timeout, tail(d)))
+                raise RunError("the server was not ready in %g s%s: %s" % (
+                    a.ready_timeout, "" if pid else " (no pid in %s)" % a.pidfile, tail(d)))
             time.sleep(0.1)
-        if lib_names and not any(mapping(pid, lib_names) for pid in session_pids(srv.pid)):
+        if lib_names and not any(mapping(p, lib_names) for p in session_pids(pid)):
             raise RunError("the server does not map %s: the preload did not reach it" % " or ".join(lib_names))
         if before:
             before(port)
-        cpu0 = cpu_of(srv.pid)
+        cpu0 = cpu_of(pid)
         t0 = time.perf_counter()
-        with Load(srv.pid, settle=0.2) as load:
+        # settle: the time a server takes to reap the workers of the
+        # load's connections, whose faults count once reaped
+        with Load(pid, settle=0.5) as load:
             p = subprocess.run(words(a.load, port, d), env=plain_env, stdin=subprocess.DEVNULL,
                                capture_output=True, text=True, timeout=a.timeout, cwd=d)
         load_s = time.perf_counter() - t0
-        cpu = cpu_of(srv.pid) - cpu0
+        cpu = cpu_of(pid) - cpu0
         if p.returncode:
             raise RunError("the load exited %d: %s" % (p.returncode, (p.stdout + p.stderr).strip()[-300:]))
         m = re.search(a.metric, p.stdout + p.stderr, re.M)
@@ -120,9 +130,22 @@ def run_server(a, env, plain_env, lib_names, before=None, after=None):
             after(port, p.stdout)
         return dict(metric=value, load_s=load_s, cpu_s=cpu, faults=load.faults, rss_mib=load.rss_kib / 1024)
     finally:
-        stop_session(srv, a.stop_timeout)
+        stop_session(srv, pid, getattr(signal, "SIG" + a.stop_signal), a.stop_timeout)
         log.close()
-        shutil.rmtree(d, ignore_errors=True)
+        if not own:
+            shutil.rmtree(d, ignore_errors=True)
+
+
+def pid_in(path):
+    """The pid on the first line of path, if that process is alive; None
+    otherwise."""
+    try:
+        with open(path) as f:
+            pid = int(f.readline())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
 
 
 def tail(d):
@@ -142,21 +165,37 @@ def mapping(pid, names):
     return any(n in maps for n in names)
 
 
-def stop_session(srv, grace):
-    """SIGTERM to the server, SIGKILL to its session after grace seconds;
-    waits for it."""
-    if srv.poll() is None:
-        try:
-            srv.send_signal(signal.SIGTERM)
-            srv.wait(grace)
-        except (OSError, subprocess.TimeoutExpired):
-            pass
+def stop_session(srv, pid, sig, grace):
+    """sig to the server (pid, or the process started), then SIGKILL to the
+    session started after grace seconds, unless the process started has
+    exited and the server's pid is gone; waits for it."""
+    deadline = time.time() + grace
+    try:
+        os.kill(pid or srv.pid, sig)
+    except OSError:
+        pass
+    while time.time() < deadline:
+        if srv.poll() is not None and (not pid or not alive(pid)):
+            break
+        time.sleep(0.05)
     try:
         os.killpg(srv.pid, signal.SIGKILL)  # what is left of its session
     except OSError:
         pass
-    if srv.poll() is None:
-        srv.wait()
+    if pid and alive(pid):
+        try:
+            os.kill(pid, signal.SIGKILL)  # a server that left the session
+        except OSError:
+            pass
+    srv.wait()
+
+
+def alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
 
 
 # ---- statistics ----
@@ -259,7 +298,11 @@ def add_arguments(sub):
     c.add_argument("--lower", action="store_true", help="a lower metric is better (a latency; default higher)")
     c.add_argument("--ready-timeout", type=float, default=60, help="seconds the server may take to be ready")
     c.add_argument("--stop-timeout", type=float, default=10,
-                   help="seconds from SIGTERM to SIGKILL when the server is stopped (default 10)")
+                   help="seconds from the stop signal to SIGKILL when the server is stopped (default 10)")
+    c.add_argument("--stop-signal", default="TERM", metavar="NAME",
+                   help="the signal that stops the server (default TERM; INT for PostgreSQL's fast shutdown)")
+    c.add_argument("--pidfile", help="the file the server writes its pid to ({dir} allowed): that process is "
+                                     "measured and stopped (a server started by a wrapper, or daemonized)")
     c.add_argument("command", nargs="*")
     c.set_defaults(func=cmd_compare)
 
@@ -294,6 +337,8 @@ def cmd_compare(args):
             re.compile(args.metric)
         except re.error as e:
             sys.exit("hugezero compare: --metric: %s" % e)
+    if not isinstance(getattr(signal, "SIG" + args.stop_signal, None), signal.Signals):
+        sys.exit("hugezero compare: --stop-signal: no signal SIG%s" % args.stop_signal)
     extra = {}
     for kv in args.env:
         k, eq, v = kv.partition("=")

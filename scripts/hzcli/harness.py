@@ -412,12 +412,15 @@ class Pg:
         return [l.split("|") for l in out.splitlines() if l]
 
 
-@contextlib.contextmanager
-def postgres_server(ctx, alloc, data, options=()):
-    """postgres under alloc (a copy of its library beside data, where the
-    postgres user can read it) on the cluster in data, listening on a unix
-    socket in data's directory only, fsync off; yields a Pg. Always stopped
-    (fast shutdown, then killed)."""
+def postgres_command(ctx, alloc, data, port, options=()):
+    """(argv, env) of postgres under alloc on the cluster in data, as the
+    postgres user, listening on port on a unix socket in data's directory
+    only, fsync off: a copy of the allocator's library beside data, where
+    the postgres user can read it, preloaded after runuser (which would
+    not pass LD_PRELOAD on), with the allocator's own settings
+    (hz-hardened's, hz-over-mi's); the environment is the allocator's, as
+    every other case's (no HUGEZERO_ or MALLOC_CONF setting of the
+    caller's), without LD_PRELOAD."""
     d = os.path.dirname(data)
     env = ctx.env(alloc)
     preload = []
@@ -426,18 +429,21 @@ def postgres_server(ctx, alloc, data, options=()):
         for lib in env["LD_PRELOAD"].split():
             copies.append(os.path.join(d, os.path.basename(lib)))
             shutil.copy(lib, copies[-1])
-        # after runuser, which would not pass LD_PRELOAD on; the
-        # allocator's own settings with it (hz-hardened's, hz-over-mi's)
         preload = ["env", "LD_PRELOAD=" + " ".join(copies)] + sorted(
             "%s=%s" % (k, v) for k, v in env.items() if k.startswith("HUGEZERO_"))
+    argv = AS_PG + preload + [pg_bin() + "/postgres", "-D", data, "-k", d, "-p", str(port),
+                              "-c", "listen_addresses=", "-c", "fsync=off", "-c", "shared_buffers=128MB"]
+    return argv + list(options), {k: v for k, v in env.items() if k != "LD_PRELOAD"}
+
+
+@contextlib.contextmanager
+def postgres_server(ctx, alloc, data, options=()):
+    """postgres under alloc on the cluster in data (postgres_command);
+    yields a Pg. Always stopped (fast shutdown, then killed)."""
+    d = os.path.dirname(data)
     port = str(free_port())
-    # The server's environment is the allocator's, as every other case's
-    # (no HUGEZERO_ or MALLOC_CONF setting of the caller's).
-    srv = subprocess.Popen(AS_PG + preload + [pg_bin() + "/postgres", "-D", data, "-k", d, "-p", port,
-                                             "-c", "listen_addresses=", "-c", "fsync=off",
-                                             "-c", "shared_buffers=128MB"] + list(options),
-                           env={k: v for k, v in env.items() if k != "LD_PRELOAD"},
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    argv, env = postgres_command(ctx, alloc, data, port, options)
+    srv = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     def postmaster():
         with open(os.path.join(data, "postmaster.pid")) as f:

@@ -25,6 +25,7 @@ import hashlib
 import os
 import random
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -32,9 +33,9 @@ import tempfile
 import time
 
 from . import compare, plot
-from .harness import (ALLOCS, HZ_HARDENED, MARIADBD, Ctx, Load, Redis, alternate, bench_output, fmt, initdb,
-                      mariadb_install_db, mariadb_server, median, pg_dir, postgres_server, ratio, run_program,
-                      sort_input, write_csv)
+from .harness import (ALLOCS, AS_PG, HZ_HARDENED, MARIADBD, Ctx, Load, Pg, Redis, alternate, bench_output, fmt,
+                      initdb, mariadb_install_db, mariadb_server, median, pg_bin, pg_dir, postgres_command,
+                      postgres_server, ratio, run_program, sort_input, write_csv)
 
 PEERS = ALLOCS[:-1]
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -98,6 +99,7 @@ def redis_case(op, size):
     spec = argparse.Namespace(
         server="redis-server --port {port} --save '' --appendonly no --bind 127.0.0.1 --dir {dir}",
         ready="redis-cli -h 127.0.0.1 -p {port} ping", load=load, timeout=900, ready_timeout=30, stop_timeout=30,
+        pidfile=None, stop_signal="TERM",
         metric=r'^"(?:SET|GET|LPUSH|lrange mylist 0 99)","([0-9.]+)"')
 
     def fill(port):
@@ -214,26 +216,48 @@ def pg_case(load, options=()):
     return run
 
 
-def pgbench(pg, d):
-    """pgbench's TPC-B-like load, 4 clients, 2 threads, 8 s: tps. Checked:
-    no failed transaction, and the invariants (the balances of accounts,
-    branches and tellers each sum to the history's deltas, one history row
-    per transaction)."""
-    with Load(pg.pid, settle=0.5) as load:
-        p = subprocess.run(pg.client("pgbench") + ["-c", "4", "-j", "2", "-T", "8", "postgres"],
-                           capture_output=True, text=True, timeout=120)
-    checked(p.returncode == 0, "pgbench: exit %d: %s" % (p.returncode, p.stderr[-300:]))
-    tps = re.search(r"tps = ([0-9.]+) \(without initial connection time\)", p.stdout)
-    done = re.search(r"number of transactions actually processed: (\d+)", p.stdout)
-    failed = re.search(r"number of failed transactions: (\d+)", p.stdout)
-    checked(tps and done and int(done.group(1)) > 0 and (not failed or failed.group(1) == "0"),
-            "pgbench: %s" % p.stdout[-300:])
-    sums = pg.query("select (select sum(abalance) from pgbench_accounts), (select sum(bbalance) from "
-                    "pgbench_branches), (select sum(tbalance) from pgbench_tellers), (select sum(delta) from "
-                    "pgbench_history), (select count(*) from pgbench_history)")[0]
-    checked(len(set(sums[:4])) == 1 and sums[4] == done.group(1),
-            "pgbench: balances %s, %s history rows for %s transactions" % (sums[:4], sums[4], done.group(1)))
-    return dict(value=float(tps.group(1)), faults=load.faults, rss_kib=load.rss_kib)
+def pgbench(ctx, alloc):
+    """pgbench's TPC-B-like load, 4 clients, 2 threads, 8 s, against
+    PostgreSQL under the allocator on a copy of the template cluster,
+    through hugezero compare's server form (the postmaster measured, by
+    its pid file; fast shutdown): tps. Checked: no failed transaction, and
+    the invariants (the balances of accounts, branches and tellers each
+    sum to the history's deltas, one history row per transaction)."""
+    template = ctx.once("pg", pg_template)
+    d = pg_dir(ctx)
+    data = d + "/data"
+    quote = lambda argv: " ".join(shlex.quote(w) for w in argv)
+    client = lambda prog: AS_PG + [pg_bin() + "/" + prog, "-h", d, "-p", "{port}", "-U", "postgres"]
+
+    def check(port, out):
+        done = re.search(r"number of transactions actually processed: (\d+)", out)
+        failed = re.search(r"number of failed transactions: (\d+)", out)
+        checked(done and int(done.group(1)) > 0 and (not failed or failed.group(1) == "0"),
+                "pgbench: %s" % out[-300:])
+        sums = Pg(d, str(port), None).query(
+            "select (select sum(abalance) from pgbench_accounts), (select sum(bbalance) from "
+            "pgbench_branches), (select sum(tbalance) from pgbench_tellers), (select sum(delta) from "
+            "pgbench_history), (select count(*) from pgbench_history)")[0]
+        checked(len(set(sums[:4])) == 1 and sums[4] == done.group(1),
+                "pgbench: balances %s, %s history rows for %s transactions" % (sums[:4], sums[4], done.group(1)))
+
+    try:
+        subprocess.run(["cp", "-a", template, data], check=True)
+        argv, env = postgres_command(ctx, alloc, data, "{port}")
+        spec = argparse.Namespace(
+            server=quote(argv), ready=quote(client("pg_isready")),
+            load=quote(client("pgbench") + ["-c", "4", "-j", "2", "-T", "8", "postgres"]),
+            metric=r"tps = ([0-9.]+) \(without initial connection time\)", timeout=120, ready_timeout=60,
+            stop_timeout=30, pidfile=data + "/postmaster.pid", stop_signal="INT", dir=d)
+        names = [os.path.basename(p) for p in (ctx.preload[alloc] or "").split()]
+        plain = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+        try:
+            res = compare.run_server(spec, env, plain, names, after=check)
+        except compare.RunError as e:
+            raise RuntimeError(str(e))
+        return dict(value=res["metric"], faults=res["faults"], rss_kib=round(res["rss_mib"] * 1024))
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def order_by(pg, d):
@@ -527,7 +551,7 @@ CASES = ([case("redis %s %dKB" % (op, size // 1000), "req/s", True, redis_case(o
           for size in (1000, 50000, 500000) for op in ("SET", "GET", "LPUSH", "LRANGE_100")] + [
     case("new[] 5-25 MiB", "s", False, large_blocks, needs=("bench/large_blocks",)),
     case("calloc+touch 32M", "ms", False, calloc_touch, needs=("bench/alloc_bench",)),
-    case("pgbench", "tps", True, pg_case(pgbench), needs=("postgres",)),
+    case("pgbench", "tps", True, pgbench, needs=("postgres",)),
     case("pg ORDER BY 2M", "s", False, pg_case(order_by, ("-c", "work_mem=256MB")), needs=("postgres",)),
     case("mariadb oltp_read_write", "tps", True, maria_case(sysbench_rw), needs=MARIADB),
     case("mariadb sort", "s", False, maria_case(maria_order_by), needs=MARIADB),

@@ -4,8 +4,9 @@
 # medians are those of its runs, and a chart; an output that differs under
 # one allocator, or an exit status, fails the check (not with --no-check);
 # the server form on redis (when installed) gives the metric's verdict; a
-# server that is never ready, or ignores SIGTERM, is stopped within its
-# bounds and leaves no process behind; bad arguments are refused.
+# server that is never ready, or ignores SIGTERM, or goes to the
+# background (its pid file named), is stopped within its bounds and
+# leaves no process behind; bad arguments are refused.
 # Usage: compare.sh HUGEZERO_COMMAND LIB
 set -u
 cli=$1 lib=$2
@@ -84,19 +85,26 @@ rc=$?
 	--server "sh -c 'trap \"\" TERM; while :; do sleep 1; done; : $mark'" --ready true --load 'echo 5' \
 	--metric '([0-9]+)' >"$work/o2" 2>&1
 rc2=$?
+# A server that goes to the background: measured and stopped by its pid
+# file (the preload checked in that process, not in the wrapper gone).
+"$cli" compare --reps 1 --allocators glibc hugezero --stop-timeout 1 --stop-signal INT \
+	--server "bash -c 'exec -a $mark sleep 3600 & echo \$! >{dir}/pid'" --pidfile '{dir}/pid' \
+	--ready true --load 'echo 5' --metric '([0-9]+)' >"$work/o3" 2>&1
+rc3=$?
 sleep 0.5
 left=$(pgrep -f "$mark")
-if [ $rc -eq 1 ] && grep -q "not ready in 1 s" "$work/o" && [ $rc2 -eq 0 ] && [ -z "$left" ] &&
-	[ $(($(date +%s) - t0)) -lt 30 ]; then
-	ok "a server never ready fails within its bound; one that ignores SIGTERM is killed; none left"
+if [ $rc -eq 1 ] && grep -q "not ready in 1 s" "$work/o" && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] &&
+	[ -z "$left" ] && [ $(($(date +%s) - t0)) -lt 30 ]; then
+	ok "a server never ready fails within its bound; one that ignores SIGTERM is killed, one in the background too; none left"
 else
-	bad "servers: rc $rc, $rc2, left '$left': $(cat "$work/o" "$work/o2")"
+	bad "servers: rc $rc, $rc2, $rc3, left '$left': $(cat "$work/o" "$work/o2" "$work/o3")"
 	[ -n "$left" ] && kill -9 $left
 fi
 
 # Bad arguments.
 for a in "--reps 0 -- true" "--allocators nosuch -- true" "--server x -- true" "--server x --ready y --load z" \
-	"--env NOEQUALS -- true" "--server x --ready y --load z --metric ( " ""; do
+	"--env NOEQUALS -- true" "--server x --ready y --load z --metric ( " \
+	"--server x --ready y --load z --metric m --stop-signal NOSUCH" ""; do
 	# shellcheck disable=SC2086
 	if "$cli" compare $a >/dev/null 2>&1; then bad "compare $a accepted"; else ok "compare $a refused"; fi
 done

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The real-program suite's smoke test (~50 s): `hugezero suite --real
-# --reps 1` on three quick cases (a program, a benchmark of bench/ with its
-# reference clear, a redis server) against the built library exits 0, and
+# The real-program suite's smoke test (~75 s): `hugezero suite --real
+# --reps 1` on four quick cases (a program, a benchmark of bench/ with its
+# reference clear, a redis server and pgbench's PostgreSQL, both through
+# hugezero compare's server form) against the built library exits 0, and
 # its CSV has each case's row with a figure, minor faults and a peak RSS
 # for every allocator, none failed; the chart is valid SVG. Then a case
 # whose output check fails (a `sort` first on PATH that copies its input
@@ -12,7 +13,7 @@ set -u
 cli=$1 lib=$2
 . "$(dirname "$0")/../util/common.sh"
 
-cases=("sort -n 2M" "calloc+touch 32M" "redis SET 500KB")
+cases=("sort -n 2M" "calloc+touch 32M" "redis SET 500KB" "pgbench")
 if "$cli" suite --real --reps 1 --lib "$lib" --out "$work/ok" --cases "${cases[@]}" >"$work/ok.log" 2>&1; then
 	ok "suite --real on ${cases[*]}: exit 0"
 else
