@@ -93,6 +93,10 @@ def cmd_run(args):
         if not 0 <= args.ab <= 1:
             sys.exit("hugezero run: --ab takes a fraction from 0 to 1")
         env["HUGEZERO_AB"] = repr(args.ab)
+    if args.process_ab is not None:
+        if not 0 <= args.process_ab <= 1:
+            sys.exit("hugezero run: --process-ab takes a fraction from 0 to 1")
+        env["HUGEZERO_PROCESS_AB"] = repr(args.process_ab)
     if args.callsites:
         env["HUGEZERO_CALLSITES"] = str(args.callsites)
     try:

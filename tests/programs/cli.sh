@@ -15,6 +15,14 @@ if [ "$out" = "$lib:$other|$work/x|text" ]; then ok "run: LD_PRELOAD $out"; else
 out=$("$cli" run --ab 0.25 --callsites 7 -- sh -c 'echo "$HUGEZERO_AB $HUGEZERO_CALLSITES"')
 if [ "$out" = "0.25 7" ]; then ok "run: --ab and --callsites"; else bad "run: '$out'"; fi
 "$cli" run --ab 2 -- true 2>/dev/null && bad "run: --ab 2 accepted" || ok "run: --ab 2 refused"
+# --process-ab: the draw's share; with it 1, the process runs off and says so.
+out=$("$cli" run --quiet --process-ab 0.5 -- sh -c 'echo "$HUGEZERO_PROCESS_AB"')
+[ "$out" = 0.5 ] && ok "run: --process-ab passed on" || bad "run --process-ab: '$out'"
+"$cli" run --quiet --process-ab 1 --stats "$work/off.%p.txt" --format text -- "$known" >/dev/null 2>&1
+grep -qx "mode off" "$work"/off.*.txt 2>/dev/null && ok "run --process-ab 1: the report's mode is off" ||
+	bad "run --process-ab 1: $(cat "$work"/off.*.txt 2>/dev/null | head -3)"
+"$cli" run --process-ab -0.1 -- true 2>/dev/null && bad "run: --process-ab -0.1 accepted" ||
+	ok "run: --process-ab -0.1 refused"
 
 # report: parent and forked child merged (7 + 2 blocks of 3 MiB).
 "$cli" run --ab 0.5 --stats "$work/r.%p.json" -- "$known" >/dev/null
