@@ -17,6 +17,8 @@ during the load and its peak RSS during the load come from /proc (its
 processes', alive or reaped); then SIGTERM, and SIGKILL to its whole
 session after a bound."""
 import hashlib
+import itertools
+import math
 import os
 import random
 import re
@@ -34,6 +36,8 @@ from .harness import ALLOCS, Ctx, Load, children, cpu_of, free_port, median, tim
 BOOT = 4000  # bootstrap resamples
 SEED = 1  # the bootstrap's: the same runs give the same interval
 SAME = 0.02  # an interval within 1 -+ SAME: the same, whichever side of 1
+ALPHA = 0.05  # the rank test's level
+SPLITS = 200000  # splits of the pooled runs the test enumerates at most
 
 
 class RunError(Exception):
@@ -44,19 +48,20 @@ class RunError(Exception):
 
 def run_program(argv, env, timeout):
     """argv under env through GNU time: {wall_s, cpu_s, faults, rss_mib,
-    status, out} (out: the hash of standard output)."""
+    status, out} (status: GNU time's own, the command's exit status or 128
+    and its signal; out: the hash of standard output)."""
     try:
-        wall, figures, out, err, _ = timed(argv, env, "%U %S %R %M %x", timeout=timeout)
+        wall, figures, out, err, status = timed(argv, env, "%U %S %R %M", timeout=timeout)
     except RuntimeError as e:
         raise RunError(str(e))
     if b"cannot be preloaded" in err:  # ld.so's words for a preload it could not load
         raise RunError(err.decode(errors="replace").strip()[-300:])
     try:
-        user, system, faults, rss, status = figures
+        user, system, faults, rss = figures
     except ValueError:
         raise RunError("no figures from GNU time: %s" % err.decode(errors="replace").strip()[-300:])
     return dict(wall_s=wall, cpu_s=float(user) + float(system), faults=int(faults), rss_mib=int(rss) / 1024,
-                status=int(status), out=hashlib.sha256(out).hexdigest()[:16])
+                status=status, out=hashlib.sha256(out).hexdigest()[:16])
 
 
 def words(s, port, d):
@@ -86,19 +91,25 @@ def run_server(a, env, plain_env, lib_names, before=None, after=None):
     own = getattr(a, "dir", None)
     d = own or tempfile.mkdtemp(prefix="hz-compare-")
     port = free_port()
-    log = open(os.path.join(d, "server.log"), "wb")
-    srv = subprocess.Popen(words(a.server, port, d), env=env, stdin=subprocess.DEVNULL, stdout=log,
-                           stderr=subprocess.STDOUT, start_new_session=True, cwd=d)
-    pid = None
+    srv = pid = None
     try:
+        with open(os.path.join(d, "server.log"), "wb") as log:
+            srv = subprocess.Popen(words(a.server, port, d), env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                   stderr=subprocess.STDOUT, start_new_session=True, cwd=d)
         deadline = time.time() + a.ready_timeout
         while True:
-            if srv.poll() is not None and not a.pidfile:
+            # A server that goes to the background may exit, with 0.
+            if srv.poll() is not None and (not a.pidfile or srv.returncode):
                 raise RunError("the server exited (%d) before it was ready: %s" % (srv.returncode, tail(d)))
-            r = subprocess.run(words(a.ready, port, d), env=plain_env, stdin=subprocess.DEVNULL,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d)
+            try:
+                r = subprocess.run(words(a.ready, port, d), env=plain_env, stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=d,
+                                   timeout=max(0.5, deadline - time.time()))
+                up = r.returncode == 0
+            except subprocess.TimeoutExpired:
+                up = False
             pid = pid_in(words(a.pidfile, port, d)[0]) if a.pidfile else srv.pid
-            if r.returncode == 0 and pid:
+            if up and pid:
                 break
             if time.time() > deadline:
                 raise RunError("the server was not ready in %g s%s: %s" % (
@@ -115,7 +126,7 @@ def run_server(a, env, plain_env, lib_names, before=None, after=None):
         with Load(pid, settle=0.5) as load:
             p = subprocess.run(words(a.load, port, d), env=plain_env, stdin=subprocess.DEVNULL,
                                capture_output=True, text=True, timeout=a.timeout, cwd=d)
-        load_s = time.perf_counter() - t0
+            load_s = time.perf_counter() - t0
         cpu = cpu_of(pid) - cpu0
         if p.returncode:
             raise RunError("the load exited %d: %s" % (p.returncode, (p.stdout + p.stderr).strip()[-300:]))
@@ -130,8 +141,8 @@ def run_server(a, env, plain_env, lib_names, before=None, after=None):
             after(port, p.stdout)
         return dict(metric=value, load_s=load_s, cpu_s=cpu, faults=load.faults, rss_mib=load.rss_kib / 1024)
     finally:
-        stop_session(srv, pid, getattr(signal, "SIG" + a.stop_signal), a.stop_timeout)
-        log.close()
+        if srv:
+            stop_session(srv, pid, getattr(signal, "SIG" + a.stop_signal), a.stop_timeout)
         if not own:
             shutil.rmtree(d, ignore_errors=True)
 
@@ -202,8 +213,9 @@ def alive(pid):
 
 def bootstrap_ratio(x, y, rng):
     """median(x) / median(y) and its 95% percentile bootstrap interval
-    (both samples resampled with replacement); None when a sample has fewer
-    than 3 runs or a median is 0."""
+    (both samples resampled with replacement; with few runs it is wider or
+    narrower than 95%, which is why the verdict is the rank test's); None
+    when a sample has fewer than 3 runs or y's median is 0."""
     if len(x) < 3 or len(y) < 3 or not median(y):
         return None
     r = median(x) / median(y)
@@ -214,6 +226,38 @@ def bootstrap_ratio(x, y, rng):
             got.append(median([rng.choice(x) for _ in x]) / my)
     got.sort()
     return r, got[int(0.025 * (len(got) - 1))], got[int(0.975 * (len(got) - 1))]
+
+
+def mann_whitney_p(x, y, rng):
+    """The two-sided p of the Mann-Whitney test of x against y: the rank
+    sum of x (ties at their mean rank) at least as far from its mean as
+    observed, over every way of splitting the pooled runs (exact up to
+    SPLITS ways, else SPLITS random ones)."""
+    pooled = x + y
+    order = sorted(range(len(pooled)), key=pooled.__getitem__)
+    ranks = [0.0] * len(pooled)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and pooled[order[j + 1]] == pooled[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    n, total = len(x), len(pooled)
+    mean = n * (total + 1) / 2
+    seen = abs(sum(ranks[:n]) - mean) - 1e-9
+    if math.comb(total, n) <= SPLITS:
+        splits, count = itertools.combinations(range(total), n), math.comb(total, n)
+    else:
+        splits, count = (rng.sample(range(total), n) for _ in range(SPLITS)), SPLITS
+    return sum(1 for c in splits if abs(sum(ranks[k] for k in c) - mean) >= seen) / count
+
+
+def enough(n, m):
+    """Whether n runs against m can give the test's p below ALPHA at all:
+    complete separation's p, 2 / C(n + m, n), is below it (4 a side)."""
+    return n >= 1 and m >= 1 and 2 / math.comb(n + m, n) < ALPHA
 
 
 # figure key: (label, unit scale label, lower is better, words for lower and higher)
@@ -227,16 +271,22 @@ FIGURES = {
 }
 
 
-def verdict(cmp, key, lower_better):
-    if cmp is None:
-        return "too few runs"
-    r, lo, hi = cmp
+def verdict(p, cmp, key, lower_better, n, m):
+    """The verdict on a figure, n runs of hugezero against m of another:
+    the Mann-Whitney test's (p below ALPHA: lower or higher, by the ratio
+    of medians), the same when the test finds no difference and the
+    interval of the ratio lies within 1 -+ SAME, else no difference at
+    this noise; too few runs where no outcome could reach ALPHA."""
+    if not enough(n, m):
+        return "too few runs for a verdict (4 a side)"
     low, high = FIGURES[key][3]
     if key == "metric":
         low, high = ("better", "worse") if lower_better else ("worse", "better")
-    if lo >= 1 - SAME and hi <= 1 + SAME:
+    if p < ALPHA and cmp:
+        return low if cmp[0] < 1 else high
+    if cmp and cmp[1] >= 1 - SAME and cmp[2] <= 1 + SAME:
         return "the same within %d%%" % round(SAME * 100)
-    return low if hi < 1 else high if lo > 1 else "no difference at this noise"
+    return "no difference at this noise"
 
 
 def summarize(runs, allocs, keys, lower_metric):
@@ -257,13 +307,14 @@ def summarize(runs, allocs, keys, lower_metric):
             if a == "hugezero" and v:
                 for base, tag in (("glibc", "glibc"), (best, "best")):
                     if base and base != "hugezero" and base in vals:
-                        c = bootstrap_ratio(v, vals[base], rng)
+                        w = vals[base]
+                        c = bootstrap_ratio(v, w, rng)
                         row[tag] = base
                         row[tag + "_ratio"], row[tag + "_lo"], row[tag + "_hi"] = c or (
-                            (median(v) / median(vals[base]) if vals[base] and median(vals[base]) else None),
-                            None, None)
-                        row[tag + "_verdict"] = verdict(c, k, lower) if median(vals[base]) or median(v) else \
-                            "both 0"
+                            (median(v) / median(w) if w and median(w) else None), None, None)
+                        row[tag + "_p"] = mann_whitney_p(v, w, rng) if w else None
+                        row[tag + "_verdict"] = "both 0" if not median(w) and not median(v) else verdict(
+                            row[tag + "_p"], c, k, lower, len(v), len(w))
             rows.append(row)
     return rows
 
@@ -344,7 +395,15 @@ def cmd_compare(args):
         k, eq, v = kv.partition("=")
         if not eq or not k:
             sys.exit("hugezero compare: --env takes K=V, not %r" % kv)
+        if k == "LD_PRELOAD":
+            sys.exit("hugezero compare: --env cannot set LD_PRELOAD: it is the allocator under test")
         extra[k] = v
+    for name in ("server", "ready", "load", "pidfile"):
+        try:
+            if getattr(args, name) is not None and not shlex.split(getattr(args, name)):
+                sys.exit("hugezero compare: --%s is empty" % name)
+        except ValueError as e:
+            sys.exit("hugezero compare: --%s: %s" % (name, e))
     if cmd and not os.access("/usr/bin/time", os.X_OK):
         sys.exit("hugezero compare: GNU time (/usr/bin/time, Debian's package time) is not installed")
     if cmd and not shutil.which(cmd[0]):
@@ -396,7 +455,7 @@ def compare(args, cmd, ctx, allocs, extra):
     print_table(rows, allocs, keys, args, cmd)
     if args.csv:
         fields = ["figure", "allocator", "n", "median", "min", "max"] + [
-            t + s for t in ("glibc", "best") for s in ("", "_ratio", "_lo", "_hi", "_verdict")]
+            t + s for t in ("glibc", "best") for s in ("", "_ratio", "_lo", "_hi", "_p", "_verdict")]
         write_csv(args.csv, fields, rows)
         raw = args.csv[:-4] + ".raw.csv" if args.csv.endswith(".csv") else args.csv + ".raw.csv"
         rfields = ["rep", "allocator"] + keys + (["status", "out"] if cmd else []) + ["error"]
@@ -438,7 +497,8 @@ def print_table(rows, allocs, keys, args, cmd):
             cell = "%s [%s-%s]" % (num(r["median"]), num(r["min"]), num(r["max"])) if r["n"] else "failed"
             line += " %*s" % (w, cell)
         print(line)
-    print("\nhugezero's median over the others' (95%% bootstrap interval, %d resamples); verdict" % BOOT)
+    print("\nhugezero's median over the others' [95%% bootstrap interval, %d resamples], the Mann-Whitney "
+          "test's p; verdict at p < %g" % (BOOT, ALPHA))
     for k in keys:
         r = next(x for x in rows if x["figure"] == k and x["allocator"] == "hugezero")
         parts = []
@@ -450,7 +510,8 @@ def print_table(rows, allocs, keys, args, cmd):
                 parts.append("over %s: %s" % (name, r[tag + "_verdict"]))
                 continue
             iv = "[%.3f, %.3f]" % (r[tag + "_lo"], r[tag + "_hi"]) if r.get(tag + "_lo") is not None else "[-]"
-            parts.append("over %s: %.3f %s %s" % (name, r[tag + "_ratio"], iv, r[tag + "_verdict"]))
+            pv = " p=%.3g" % r[tag + "_p"] if r.get(tag + "_p") is not None else ""
+            parts.append("over %s: %.3f %s%s %s" % (name, r[tag + "_ratio"], iv, pv, r[tag + "_verdict"]))
         print("  %-14s %s" % (FIGURES[k][0], "; ".join(parts) or "no figure"))
     if not cmd:
         print("  (metric: %s is better)" % ("lower" if args.lower else "higher"))

@@ -13,12 +13,30 @@ cli=$1 lib=$2
 . "$(dirname "$0")/../util/common.sh"
 export HUGEZERO_LIB=$lib
 verdicts='(faster|slower|fewer|more|less|better|worse|the same within 2%|no difference at this noise)'
+# The statistics' known answers: the exact rank test's p (5 against 5
+# apart: 2/252; 3 against 3: 0.1, too few for a verdict), and the verdicts.
+check=$(/usr/bin/python3 - "$(dirname "$cli")" <<'PY'
+import random, sys
+sys.path.insert(0, sys.argv[1])
+from hzcli import compare as c
+r = random.Random(1)
+a, b = [1.0, 2, 3, 4, 5], [6.0, 7, 8, 9, 10]
+got = [c.mann_whitney_p(a, b, r), c.mann_whitney_p(a[:3], b[:3], r), c.mann_whitney_p([1.0] * 4, [1.0] * 4, r),
+       c.verdict(c.mann_whitney_p(a, b, r), c.bootstrap_ratio(a, b, r), "wall_s", True, 5, 5),
+       c.verdict(c.mann_whitney_p(b, a, r), c.bootstrap_ratio(b, a, r), "metric", True, 5, 5),
+       c.verdict(1.0, c.bootstrap_ratio([2.0] * 5, [2.0] * 5, r), "faults", True, 5, 5),
+       c.verdict(0.1, (0.5, 0.4, 0.6), "wall_s", True, 3, 3)]
+want = [2 / 252, 0.1, 1.0, "faster", "worse", "the same within 2%", "too few runs for a verdict (4 a side)"]
+print("ok" if all(abs(g - w) < 1e-12 if isinstance(w, float) else g == w for g, w in zip(got, want)) else got)
+PY
+)
+[ "$check" = ok ] && ok "statistics: the rank test's known p and the verdicts" || bad "statistics: $check"
 
-"$cli" compare --reps 3 --csv "$work/c.csv" --svg "$work/c.svg" -- /usr/bin/python3 -c \
+"$cli" compare --reps 4 --csv "$work/c.csv" --svg "$work/c.svg" -- /usr/bin/python3 -c \
 	'b = [bytearray(16 << 20) for _ in range(8)]; print(sum(sum(x[::4096]) for x in b))' >"$work/out" 2>"$work/err"
 rc=$?
-n=$(grep -Ec "^  (wall time|CPU time|minor faults|peak RSS) +over glibc: [0-9.]+ \[[0-9.]+, [0-9.]+\] $verdicts" "$work/out")
-if [ $rc -eq 0 ] && [ "$n" = 4 ] && grep -Eq '^\[([0-9]+)/\1\] repetition 3' "$work/err"; then
+n=$(grep -Ec "^  (wall time|CPU time|minor faults|peak RSS) +over glibc: [0-9.]+ \[[0-9.]+, [0-9.]+\] p=[0-9.e-]+ $verdicts" "$work/out")
+if [ $rc -eq 0 ] && [ "$n" = 4 ] && grep -Eq '^\[([0-9]+)/\1\] repetition 4' "$work/err"; then
 	ok "program form: a verdict for each of the 4 figures, progress on stderr"
 else
 	bad "program form: rc $rc, $n verdicts: $(cat "$work/out" "$work/err")"
@@ -56,17 +74,23 @@ PY
 "$cli" compare --reps 1 --allocators glibc hugezero -- sh -c '[ -z "$LD_PRELOAD" ]' >"$work/o" 2>&1
 [ $? -eq 1 ] && grep -q "exit status 1 differs" "$work/o" && ok "a different exit status fails the check" ||
 	bad "exit status: $(cat "$work/o")"
+# A crash after the same output is a different status too (128 + SIGSEGV).
+"$cli" compare --reps 1 --allocators glibc hugezero -- sh -c 'echo x; [ -z "$LD_PRELOAD" ] || kill -SEGV $$' \
+	>"$work/o" 2>&1
+[ $? -eq 1 ] && grep -q "exit status 139 differs" "$work/o" && ok "a crash after the same output fails the check" ||
+	bad "crash: $(cat "$work/o")"
 
 # The server form on redis.
 if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
-	"$cli" compare --reps 3 --csv "$work/s.csv" \
+	before=$(pgrep -xc redis-server)
+	"$cli" compare --reps 4 --csv "$work/s.csv" \
 		--server 'redis-server --port {port} --bind 127.0.0.1 --save "" --appendonly no --dir {dir}' \
 		--ready 'redis-cli -p {port} ping' \
 		--load 'redis-benchmark -p {port} -q --csv -n 5000 -t set -d 50000 -r 1000' \
 		--metric '^"SET","([0-9.]+)"' >"$work/out" 2>"$work/err"
 	rc=$?
-	if [ $rc -eq 0 ] && grep -Eq "^  metric +over glibc: [0-9.]+ \[[0-9.]+, [0-9.]+\] $verdicts" "$work/out" &&
-		[ "$(grep -c '^metric,' "$work/s.csv")" -ge 2 ] && ! pgrep -f "redis-server.*--dir /tmp/hz-compare-" >/dev/null; then
+	if [ $rc -eq 0 ] && grep -Eq "^  metric +over glibc: [0-9.]+ \[[0-9.]+, [0-9.]+\] p=[0-9.e-]+ $verdicts" "$work/out" &&
+		[ "$(grep -c '^metric,' "$work/s.csv")" -ge 2 ] && [ "$(pgrep -xc redis-server)" = "$before" ]; then
 		ok "server form on redis: the metric's verdict; $(grep '^  metric' "$work/out")"
 	else
 		bad "server form: rc $rc: $(cat "$work/out" "$work/err")"
@@ -85,16 +109,20 @@ rc=$?
 	--server "sh -c 'trap \"\" TERM; while :; do sleep 1; done; : $mark'" --ready true --load 'echo 5' \
 	--metric '([0-9]+)' >"$work/o2" 2>&1
 rc2=$?
-# A server that goes to the background: measured and stopped by its pid
-# file (the preload checked in that process, not in the wrapper gone).
-"$cli" compare --reps 1 --allocators glibc hugezero --stop-timeout 1 --stop-signal INT \
-	--server "bash -c 'exec -a $mark sleep 3600 & echo \$! >{dir}/pid'" --pidfile '{dir}/pid' \
-	--ready true --load 'echo 5' --metric '([0-9]+)' >"$work/o3" 2>&1
+# A server that goes to the background, out of the session started: it is
+# measured (the preload checked in it, not in the wrapper gone) and
+# stopped by its pid file, by its stop signal, well before the 20 s after
+# which it would be killed.
+t3=$(date +%s)
+"$cli" compare --reps 1 --allocators glibc hugezero --stop-timeout 20 --stop-signal HUP \
+	--server "bash -c 'setsid bash -c \"exec -a $mark sleep 3600\" </dev/null >/dev/null 2>&1 & echo \$! >{dir}/pid'" \
+	--pidfile '{dir}/pid' --ready true --load 'echo 5' --metric '([0-9]+)' >"$work/o3" 2>&1
 rc3=$?
+[ $(($(date +%s) - t3)) -lt 15 ] || rc3="slow: $(($(date +%s) - t3)) s"
 sleep 0.5
 left=$(pgrep -f "$mark")
 if [ $rc -eq 1 ] && grep -q "not ready in 1 s" "$work/o" && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] &&
-	[ -z "$left" ] && [ $(($(date +%s) - t0)) -lt 30 ]; then
+	[ -z "$left" ] && [ $(($(date +%s) - t0)) -lt 40 ]; then
 	ok "a server never ready fails within its bound; one that ignores SIGTERM is killed, one in the background too; none left"
 else
 	bad "servers: rc $rc, $rc2, $rc3, left '$left': $(cat "$work/o" "$work/o2" "$work/o3")"
