@@ -210,8 +210,10 @@ def info_pid(pid):
             "unreadable" if preload is None else " ".join(preload) or "(none)"))
     else:
         print("  hugezero is loaded: %s" % ", ".join(ours))
+    if not ours:
+        print("  were it preloaded:")
     for line in resolve.describe(exe, ours[0] if ours else library(), preload if ours and preload else None):
-        print("  " + line)
+        print(("    " if not ours else "  ") + line)
 
 
 def cmd_info(args):

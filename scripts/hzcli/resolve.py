@@ -27,7 +27,7 @@ class Elf:
     not ELF."""
 
     def __init__(self, path):
-        self.ok, self.interp, self.exported, self.named, self.sections = False, False, set(), set(), set()
+        self.ok, self.interp, self.exported, self.named, self.sections = False, None, set(), set(), set()
         self.banner = None
         try:
             with open(path, "rb") as f:
@@ -39,7 +39,7 @@ class Elf:
         wide, end = data[4] == 2, "<" if data[5] == 1 else ">"
         try:
             self._parse(data, wide, end)
-        except (struct.error, IndexError):
+        except (struct.error, IndexError, ValueError):  # a file cut short or corrupt
             return
         self.ok = True
         self.banner = next((name for text, name in BANNERS if text in data), None)
@@ -52,8 +52,10 @@ class Elf:
             phoff, shoff = struct.unpack_from(end + "II", data, 28)
             phentsize, phnum, shentsize, shnum, shstrndx = struct.unpack_from(end + "HHHHH", data, 42)
         for i in range(phnum):
-            if struct.unpack_from(end + "I", data, phoff + i * phentsize)[0] == 3:  # PT_INTERP
-                self.interp = True
+            at = phoff + i * phentsize
+            if struct.unpack_from(end + "I", data, at)[0] == 3:  # PT_INTERP: the loader's path
+                offset = struct.unpack_from(end + ("Q" if wide else "I"), data, at + (8 if wide else 4))[0]
+                self.interp = data[offset:data.index(b"\0", offset)].decode(errors="replace")
         shdr = end + ("IIQQQQIIQQ" if wide else "IIIIIIIIII")
         secs = [struct.unpack_from(shdr, data, shoff + i * shentsize) for i in range(shnum)]
         names = secs[shstrndx] if shstrndx < len(secs) else None
@@ -106,17 +108,19 @@ def executable(prog):
 
 def load_order(exe, preload):
     """The objects of exe's global scope after exe itself, in ld.so's
-    order, with preload (a list of paths) preloaded: ld.so's trace; [] when
-    it cannot be read, or exe is not a dynamic ELF program (a static one
-    would not trace but run)."""
-    if not exe or not Elf(exe).interp:
+    order, with preload (a list of paths) preloaded: glibc's loader's list
+    (ld.so --list, ldd's way), the program itself never run; [] when it
+    cannot be read, or exe's loader is not glibc's (a static program has
+    none; musl's would run it)."""
+    interp = Elf(exe).interp if exe else None
+    if not interp or not os.path.basename(interp).startswith("ld-linux"):
         return []
     env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    env["LD_TRACE_LOADED_OBJECTS"] = "1"
     if preload:
         env["LD_PRELOAD"] = ":".join(preload)
     try:
-        out = subprocess.run([exe], env=env, capture_output=True, text=True, timeout=30).stdout
+        out = subprocess.run([interp, "--list", exe], env=env, stdin=subprocess.DEVNULL, capture_output=True,
+                             text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     order = []
@@ -165,7 +169,7 @@ def describe(prog, lib, preload=None):
         return ["%s: not an ELF program that can be read: cannot tell whether the preload reaches it" % prog]
     e = Elf(exe)
     if not e.ok:
-        return ["%s: not an ELF file: cannot tell whether the preload reaches it" % exe]
+        return ["%s: not an ELF file that can be read: cannot tell whether the preload reaches it" % exe]
     go = ".go.buildinfo" in e.sections or "runtime.mallocgc" in e.named
     if not e.interp:
         return ["%s is statically linked: no dynamic linker runs, so LD_PRELOAD does nothing%s" % (
