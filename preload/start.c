@@ -14,36 +14,41 @@
 int hz_allocator_started;
 int hz_mode_off, hz_mode_drawn;
 
-/* The mode HUGEZERO_PROCESS_AB draws when HUGEZERO_MODE is not given:
- * "off" with its probability, else "on"; NULL when there is no draw.
- * From HUGEZERO_AB_SEED when given, so a seed names a mode; else from
- * fresh random bits, not the clock: a fleet's processes start in the
- * same second. */
+/* The mode HUGEZERO_PROCESS_AB draws: "off" with its probability, else
+ * "on"; NULL when there is no draw. From HUGEZERO_AB_SEED when given, so
+ * a seed names a mode; else from fresh random bits, not the clock: a
+ * fleet's processes start in the same second. */
 static const char *draw_mode(void)
 {
 	double share = hz_option(HZ_OPT_PROCESS_AB)->frac;
 	const struct hz_option_value *seed = hz_option(HZ_OPT_AB_SEED);
-	if (hz_option(HZ_OPT_MODE)->given || share <= 0)
+	if (share <= 0)
 		return NULL;
 	hz_mode_drawn = 1;
 	return hz_ab_process_off(share, seed->given ? seed->size : hz_os_random64()) ? "off" : "on";
 }
 
-/* The mode: HUGEZERO_MODE, or HUGEZERO_PROCESS_AB's draw; off only where
- * glibc's allocator is there. Returns hz_mode_off. */
+/* The mode: HUGEZERO_MODE when it is given as on or off (anything else is
+ * named and ignored), else HUGEZERO_PROCESS_AB's draw; off only where
+ * glibc's allocator is there (a refused draw is no draw). Returns
+ * hz_mode_off. */
 static int decide_mode(void)
 {
-	const char *mode = draw_mode(), *what = "HUGEZERO_PROCESS_AB's draw of the off mode";
+	const struct hz_option_value *given = hz_option(HZ_OPT_MODE);
+	const char *mode = given->given ? given->str : NULL;
+	if (mode && strcmp(mode, "off") && strcmp(mode, "on")) {
+		hz_os_log("ignoring HUGEZERO_MODE: not on or off: ", mode, NULL);
+		mode = NULL;
+	}
+	const char *what = "HUGEZERO_MODE=off";
 	if (!mode) {
-		mode = hz_option(HZ_OPT_MODE)->str;
-		what = "HUGEZERO_MODE=off";
+		mode = draw_mode();
+		what = "HUGEZERO_PROCESS_AB's draw of the off mode";
 	}
 	int off = mode && !strcmp(mode, "off");
-	if (mode && !off && strcmp(mode, "on"))
-		hz_os_log("ignoring HUGEZERO_MODE: not on or off: ", mode, NULL);
 	if (off && !(hz_glibc_malloc && hz_glibc_free)) {
 		hz_os_log("ignoring ", what, ": no glibc allocator to forward to (a static program)");
-		off = 0;
+		off = hz_mode_drawn = 0;
 	}
 	/* The __libc_* references bind to the first definition: another
 	 * allocator preloaded after this library (tcmalloc, mimalloc) may
@@ -53,7 +58,7 @@ static int decide_mode(void)
 		     strstr(di.dli_fname, "/libc.so."))) {
 		hz_os_log("ignoring ", what, ": __libc_malloc is not glibc's (another allocator "
 			  "is preloaded)");
-		off = 0;
+		off = hz_mode_drawn = 0;
 	}
 	hz_mode_off = off;
 	if (off) /* every free then reaches the slow path, which forwards */

@@ -19,8 +19,11 @@ if [ "$out" = "0.25 7" ]; then ok "run: --ab and --callsites"; else bad "run: '$
 out=$("$cli" run --quiet --process-ab 0.5 -- sh -c 'echo "$HUGEZERO_PROCESS_AB"')
 [ "$out" = 0.5 ] && ok "run: --process-ab passed on" || bad "run --process-ab: '$out'"
 "$cli" run --quiet --process-ab 1 --stats "$work/off.%p.txt" --format text -- "$known" >/dev/null 2>&1
-grep -qx "mode off" "$work"/off.*.txt 2>/dev/null && ok "run --process-ab 1: the report's mode is off" ||
-	bad "run --process-ab 1: $(cat "$work"/off.*.txt 2>/dev/null | head -3)"
+# (the workload forks: the child keeps its parent's mode, its own report)
+files=$(ls "$work"/off.*.txt 2>/dev/null | wc -l)
+offs=$(grep -lx "mode off" "$work"/off.*.txt 2>/dev/null | wc -l)
+[ "$files" = 2 ] && [ "$offs" = 2 ] && ok "run --process-ab 1: both processes' reports (parent, forked child) say off" ||
+	bad "run --process-ab 1: $offs of $files reports off: $(head -1 "$work"/off.*.txt 2>/dev/null)"
 "$cli" run --process-ab -0.1 -- true 2>/dev/null && bad "run: --process-ab -0.1 accepted" ||
 	ok "run: --process-ab -0.1 refused"
 

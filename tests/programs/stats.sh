@@ -174,8 +174,8 @@ fi
 
 # HUGEZERO_PROCESS_AB: the mode drawn once at start: 0 never off, 1
 # always, a seed its own mode (at 0.5 seed 3 off and seed 1 on, as
-# test_ab_stats knows), HUGEZERO_MODE over the draw, a bad value named and
-# ignored. A process drawn off is HUGEZERO_MODE=off's (glibc's blocks) and
+# test_ab_stats knows), HUGEZERO_MODE over the draw, a bad value of
+# either named and ignored (a bad MODE leaves the draw to decide). A process drawn off is HUGEZERO_MODE=off's (glibc's blocks) and
 # still reports, its mode first, its own figures last.
 drawn() { # ENV...: "MODE USABLE" of the workload's usable run, its report in d.*
 	rm -f "$work"/d.*
@@ -185,12 +185,14 @@ drawn() { # ENV...: "MODE USABLE" of the workload's usable run, its report in d.
 }
 for case in "off|HUGEZERO_PROCESS_AB=1" "on|HUGEZERO_PROCESS_AB=0" "off|HUGEZERO_PROCESS_AB=0.5 HUGEZERO_AB_SEED=3" \
 	"on|HUGEZERO_PROCESS_AB=0.5 HUGEZERO_AB_SEED=1" "on|HUGEZERO_PROCESS_AB=1 HUGEZERO_MODE=on" \
-	"off|HUGEZERO_PROCESS_AB=0 HUGEZERO_MODE=off" "on|HUGEZERO_PROCESS_AB=1.5"; do
+	"off|HUGEZERO_PROCESS_AB=0 HUGEZERO_MODE=off" "on|HUGEZERO_PROCESS_AB=1.5" \
+	"off|HUGEZERO_PROCESS_AB=1 HUGEZERO_MODE=of"; do
 	want=${case%%|*}
 	read -r got usable <<<"$(drawn ${case#*|})"
 	[ "$want" = off ] && want_usable=$glibc_usable || want_usable=$hz_usable
 	if [ "$got" = "$want" ] && [ "$usable" = "$want_usable" ] &&
-		{ [[ $case != *=1.5 ]] || grep -q 'ignoring invalid HUGEZERO_PROCESS_AB' "$work/d.err"; }; then
+		{ [[ $case != *=1.5 ]] || grep -q 'ignoring invalid HUGEZERO_PROCESS_AB' "$work/d.err"; } &&
+		{ [[ $case != *=of ]] || grep -q 'ignoring HUGEZERO_MODE: not on or off: of' "$work/d.err"; }; then
 		ok "${case#*|}: the $got mode (usable size $usable)"
 	else
 		bad "${case#*|}: the ${got:-no} mode, usable $usable, want $want ($want_usable): $(cat "$work/d.err")"
