@@ -38,6 +38,8 @@ test_pkgs=(
 	time libjemalloc2 libmimalloc2.0 libtcmalloc-minimal4
 	# strace counts the system calls of a release (tests/programs/release.sh)
 	strace
+	# valgrind beside the library (tests/programs/tools.sh)
+	valgrind
 	# promtool checks the Prometheus report and rules, and with the node
 	# exporter serves the fleet's end-to-end test; man renders the man
 	# pages; lintian checks the Debian packages
