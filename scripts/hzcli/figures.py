@@ -94,7 +94,30 @@ def real(case, label, unit, higher, csv_name, note=""):
     def read(rows):
         r = one(rows, case, case=case)
         return {a: (number(r[a]), number(r[a + "_faults"]), number(r[a + "_rss_kib"])) for a in PEERS + ("hugezero",)}
-    return Figure(label, unit, csv_name, higher, read, note=note)
+    f = Figure(label, unit, csv_name, higher, read, note=note)
+    f.case = case
+    return f
+
+
+def kind(s):
+    return "behind" if behind(s) else "ahead" if round(s, 2) > AHEAD else "level"
+
+
+def disagree(root, f, sg):
+    """For a real-program row: its speed over glibc in the other
+    real-program suite CSVs of its day that have its case, when one of
+    them says the opposite of sg (ahead against behind): [(CSV, speed)]."""
+    got = []
+    for name in sorted(os.listdir(os.path.join(root, DATA))):
+        if not (name.startswith("real-") and name.endswith(".csv") and not name.endswith(".raw.csv")) or \
+                name == f.csv or day(name) != day(f.csv):
+            continue
+        for r in only(read_csv(root, name), case=f.case):
+            g, h = number(r.get("glibc")), number(r.get("hugezero"))
+            if g and h:
+                got.append((name, h / g if f.higher else g / h))
+    kinds = {kind(sg)} | {kind(v) for _, v in got}
+    return got if {"ahead", "behind"} <= kinds else []
 
 
 def workload(case, scale=1.0):
@@ -273,7 +296,12 @@ def table(root):
               % ("; ".join(slow_glibc) or "none"),
               "- slower than the best other: %s;" % ("; ".join(slow_best) or "none"),
               "- peak RSS above %.2fx glibc's: %s." % (RSS_OVER, "; ".join(fat) or "none"),
-              "", "The machines, and the commands that measure again (the benchmarks built with `-DHZ_BENCH=ON`):", ""]
+              "", "Rows that another real-program suite run of the same day contradicts (one ahead of glibc, "
+              "another behind; hugezero over glibc in each): read them as within this machine's noise:", ""]
+    flips = [(f, sg, disagree(root, f, sg)) for f, _, _, sg, _ in rows if getattr(f, "case", None)]
+    lines += ["- %s: %.2f here; %s." % (f.label, sg, ", ".join("%.2f in `%s`" % (v, n) for n, v in got))
+              for f, sg, got in flips if got] or ["- none"]
+    lines += ["", "The machines, and the commands that measure again (the benchmarks built with `-DHZ_BENCH=ON`):", ""]
     for d in sorted({day(f.csv) for f in FIGURES}):
         lines.append("- %s: %s." % (d, MACHINES.get(d, "not recorded")))
     for name in sorted({f.csv for f in FIGURES}, key=lambda n: (day(n), n)):
