@@ -109,14 +109,17 @@ def run_server(a, env, plain_env, lib_names, before=None, after=None):
             except subprocess.TimeoutExpired:
                 up = False
             pid = pid_in(words(a.pidfile, port, d)[0]) if a.pidfile else srv.pid
-            if up and pid:
+            # (a server may be between its exec and its preload's mapping)
+            mapped = pid and (not lib_names or any(mapping(p, lib_names) for p in session_pids(pid)))
+            if up and mapped:
                 break
             if time.time() > deadline:
+                if up and pid:
+                    raise RunError("the server does not map %s: the preload did not reach it" %
+                                   " or ".join(lib_names))
                 raise RunError("the server was not ready in %g s%s: %s" % (
                     a.ready_timeout, "" if pid else " (no pid in %s)" % a.pidfile, tail(d)))
             time.sleep(0.1)
-        if lib_names and not any(mapping(p, lib_names) for p in session_pids(pid)):
-            raise RunError("the server does not map %s: the preload did not reach it" % " or ".join(lib_names))
         if before:
             before(port)
         cpu0 = cpu_of(pid)

@@ -119,13 +119,19 @@ t3=$(date +%s)
 	--pidfile '{dir}/pid' --ready true --load 'echo 5' --metric '([0-9]+)' >"$work/o3" 2>&1
 rc3=$?
 [ $(($(date +%s) - t3)) -lt 15 ] || rc3="slow: $(($(date +%s) - t3)) s"
+# A server that drops the preload is named as such, within the ready bound.
+"$cli" compare --reps 1 --allocators glibc hugezero --ready-timeout 2 \
+	--server "env -u LD_PRELOAD bash -c 'exec -a $mark sleep 3600'" --ready "pgrep -f '^$mark 3600'" --load 'echo 5' \
+	--metric '([0-9]+)' >"$work/o4" 2>&1
+rc4=$?
+grep -q "hugezero, repetition 1: the server does not map libhugezero" "$work/o4" || rc4="$rc4, not named"
 sleep 0.5
 left=$(pgrep -f "$mark")
-if [ $rc -eq 1 ] && grep -q "not ready in 1 s" "$work/o" && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] &&
+if [ $rc -eq 1 ] && grep -q "not ready in 1 s" "$work/o" && [ $rc2 -eq 0 ] && [ $rc3 -eq 0 ] && [ "$rc4" = 1 ] &&
 	[ -z "$left" ] && [ $(($(date +%s) - t0)) -lt 40 ]; then
-	ok "a server never ready fails within its bound; one that ignores SIGTERM is killed, one in the background too; none left"
+	ok "a server never ready fails within its bound; one that ignores SIGTERM is killed, one in the background too; one without the preload named; none left"
 else
-	bad "servers: rc $rc, $rc2, $rc3, left '$left': $(cat "$work/o" "$work/o2" "$work/o3")"
+	bad "servers: rc $rc, $rc2, $rc3, $rc4, left '$left': $(cat "$work/o" "$work/o2" "$work/o3" "$work/o4")"
 	[ -n "$left" ] && kill -9 $left
 fi
 
