@@ -1505,6 +1505,37 @@ int hz_small_tables_writable(void);
  * handlers take it before a fork and let it go in parent and child. */
 void hz_small_tables_lock(void);
 void hz_small_tables_unlock(void);
+/* The thread cache (small_cache.c): per thread, lists of free blocks of
+ * jemalloc's classes up to HZ_CACHE_MAX, each class's blocks from an
+ * arena of its own placed in a region of its own, from HZ_CACHE_BASE on
+ * (above the arenas' window): a block's class is its region's. Installed
+ * in the small engine's table over the embedded jemalloc, at the
+ * allocator's start (before hardened mode's): 0, or -1 where it is not
+ * (another engine, or jemalloc's classes not as assumed). */
+#define HZ_CACHE_MAX 1024
+#define HZ_CACHE_CLASSES 24
+#define HZ_CACHE_BASE ((uintptr_t)1 << 45) /* 32 TiB */
+#define HZ_CACHE_REGION_SHIFT 36          /* 64 GiB a class */
+#define HZ_CACHE_SPAN ((uintptr_t)HZ_CACHE_CLASSES << HZ_CACHE_REGION_SHIFT)
+int hz_small_cache_install(struct hz_small_engine *e);
+/* Gives back the transfer caches' lists, the calling thread's and the
+ * classes' explicit caches to jemalloc (malloc_trim's). */
+void hz_small_cache_trim(void);
+/* A class's lock (small_fork.c): the fork handlers take them all first. */
+void hz_small_cache_lock(unsigned c);
+void hz_small_cache_unlock(unsigned c);
+/* A thread cache's count of the blocks malloc took from it, per class;
+ * linked while its thread caches (small_fork.c keeps the list, which a
+ * forked child restarts with its own thread's alone). Unlinked, its
+ * counts are folded into the gone threads'. */
+struct hz_cache_calls {
+	uint64_t calls[HZ_CACHE_CLASSES];
+	struct hz_cache_calls *prev, *next;
+};
+void hz_small_cache_link(struct hz_cache_calls *k);
+void hz_small_cache_unlink(struct hz_cache_calls *k);
+/* The calls of every thread's cache, live or gone. */
+uint64_t hz_small_cache_calls(void);
 /* Hardened mode (small_hardened.c): the small engine's table wrapped, so
  * every block carries a tag and a canary, is cleared at free and held in
  * the quarantine; at the allocator's start, before any block. */
@@ -1600,6 +1631,8 @@ struct hz_small_totals {
 void hz_small_totals(struct hz_small_totals *t);
 /* The same and the calls its arenas served, by name (an obs.h source). */
 void hz_small_counters(hz_counter_fn fn, void *arg);
+/* The thread cache's: blocks it took from jemalloc and gave back. */
+void hz_small_cache_counters(hz_counter_fn fn, void *arg);
 /* Gives jemalloc's free pages (dirty and lazily freed) in every arena
  * back at once, counted (malloc.small.purged_bytes); with
  * HUGEZERO_SMALL=next, the next allocator's malloc_trim. */

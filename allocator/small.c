@@ -197,11 +197,18 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 		size_t sz = sizeof v;
 		if (ready)
 			hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
+		/* And the thread cache's (small_cache.c); its own calls to
+		 * jemalloc, a block each when it fills a list, count too:
+		 * jemalloc counts them when it can (its caches' figures
+		 * lag). */
+		if (i == 0)
+			v += hz_small_cache_calls();
 		fn(arg, names[i][0], v, 0);
 	}
 	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);
 	fn(arg, "malloc.small.mapped_bytes", t.mapped, 1);
 	fn(arg, "malloc.small.purged_bytes", __atomic_load_n(&trimmed, __ATOMIC_RELAXED), 0);
+	hz_small_cache_counters(fn, arg);
 }
 
 /* Pages jemalloc holds free, dirty or freed lazily (MADV_FREE). */
@@ -218,6 +225,7 @@ void hz_small_trim(void)
 		next_trim();
 		return;
 	}
+	hz_small_cache_trim();
 	size_t before = held();
 	hz_small_mallctl("arena." HZ_JE_ARENAS_ALL ".purge", NULL, NULL, NULL, 0);
 	size_t after = held();

@@ -2,6 +2,7 @@
  * renamed, keeps them here; the library's one set of fork handlers runs
  * them in their place in the order. No jemalloc symbol is referenced:
  * the unit tests link this file without jemalloc. */
+#include <pthread.h>
 #include <stddef.h>
 
 #include "allocator.h"
@@ -21,6 +22,78 @@ void hz_small_tables_unlock(void)
 {
 	__atomic_store_n(&tables_lock, 0, __ATOMIC_RELEASE);
 }
+/* The thread cache's class locks (small_cache.c): held around a
+ * transfer and jemalloc's calls for a class's lists, so taken before
+ * jemalloc's own locks. */
+static pthread_mutex_t cache_locks[HZ_CACHE_CLASSES] = {[0 ... HZ_CACHE_CLASSES - 1] = PTHREAD_MUTEX_INITIALIZER};
+
+void hz_small_cache_lock(unsigned c)
+{
+	pthread_mutex_lock(&cache_locks[c]);
+}
+
+void hz_small_cache_unlock(unsigned c)
+{
+	pthread_mutex_unlock(&cache_locks[c]);
+}
+
+static void cache_unlock_all(void)
+{
+	for (unsigned c = HZ_CACHE_CLASSES; c-- > 0;)
+		pthread_mutex_unlock(&cache_locks[c]);
+}
+
+/* The live threads' caches' counts, and the gone ones' sum. */
+static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hz_cache_calls *live;
+static uint64_t gone;
+static HZ_TLS struct hz_cache_calls *mine;
+
+static uint64_t sum(const struct hz_cache_calls *k)
+{
+	uint64_t n = 0;
+	for (unsigned c = 0; c < HZ_CACHE_CLASSES; c++)
+		n += __atomic_load_n(&k->calls[c], __ATOMIC_RELAXED);
+	return n;
+}
+
+void hz_small_cache_link(struct hz_cache_calls *k)
+{
+	pthread_mutex_lock(&calls_lock);
+	k->prev = NULL;
+	k->next = live;
+	if (live)
+		live->prev = k;
+	live = mine = k;
+	pthread_mutex_unlock(&calls_lock);
+}
+
+void hz_small_cache_unlink(struct hz_cache_calls *k)
+{
+	pthread_mutex_lock(&calls_lock);
+	gone += sum(k);
+	for (unsigned c = 0; c < HZ_CACHE_CLASSES; c++)
+		k->calls[c] = 0;
+	if (k->prev)
+		k->prev->next = k->next;
+	else
+		live = k->next;
+	if (k->next)
+		k->next->prev = k->prev;
+	mine = NULL;
+	pthread_mutex_unlock(&calls_lock);
+}
+
+uint64_t hz_small_cache_calls(void)
+{
+	pthread_mutex_lock(&calls_lock);
+	uint64_t n = gone;
+	for (const struct hz_cache_calls *k = live; k; k = k->next)
+		n += sum(k);
+	pthread_mutex_unlock(&calls_lock);
+	return n;
+}
+
 /* Whether this fork's prepare ran jemalloc's (jemalloc may start on
  * another thread during a fork: its parent and child handlers run only
  * after its prepare did). */
@@ -36,6 +109,9 @@ int hz_je_pthread_atfork(void (*prepare)(void), void (*parent)(void), void (*chi
 
 void hz_small_fork_prepare(void)
 {
+	for (unsigned c = 0; c < HZ_CACHE_CLASSES; c++)
+		pthread_mutex_lock(&cache_locks[c]);
+	pthread_mutex_lock(&calls_lock);
 	hz_small_tables_lock();
 	void (*p)(void) = __atomic_load_n(&je_prepare, __ATOMIC_ACQUIRE);
 	je_locked = p != NULL;
@@ -48,6 +124,8 @@ void hz_small_fork_parent(void)
 	if (je_locked)
 		je_parent();
 	hz_small_tables_unlock();
+	pthread_mutex_unlock(&calls_lock);
+	cache_unlock_all();
 }
 
 void hz_small_fork_child(void)
@@ -55,4 +133,12 @@ void hz_small_fork_child(void)
 	if (je_locked)
 		je_child();
 	hz_small_tables_unlock();
+	/* The other threads' caches are gone with them (their memory may
+	 * be a new thread's); their counts are the parent's. */
+	gone = 0;
+	live = mine;
+	if (mine)
+		mine->prev = mine->next = NULL;
+	pthread_mutex_unlock(&calls_lock);
+	cache_unlock_all();
 }

@@ -24,6 +24,27 @@
  *                              batches of 100, freeing 90 of each batch at
  *                              once and leaking 10 (a steady leak); ns per
  *                              block
+ *   threads_bench batches OPS  2 producer and 2 consumer threads (after
+ *                              xmalloc-test): a producer fills a batch of
+ *                              4096 blocks of 64 B (each tagged) and queues
+ *                              it, at most 64 batches queued; a consumer
+ *                              takes a batch, checks and frees its blocks:
+ *                              every block freed by another thread than
+ *                              its own; ns per block
+ *   threads_bench threads OPS  threads that live for one block each (after
+ *                              mleak and mstress): rounds of 8 threads,
+ *                              each callocs 128 B, swaps it into a random
+ *                              slot of 1000 and frees the block it finds
+ *                              there (another, exited thread's), then
+ *                              allocates and frees 16 blocks of 16-512 B
+ *                              and exits; OPS threads in all; ns per
+ *                              thread
+ *   threads_bench bursts OPS   1 thread (after glibc-bench's simple case):
+ *                              bursts of 25, 100, 400 and 1600 blocks of
+ *                              one size (16, 32, 64, 128 and 256 B), each
+ *                              written whole, then freed, the first half
+ *                              oldest first and the rest newest first;
+ *                              ns per malloc/free pair
  *   threads_bench mixed OPS    4 threads sharing 512 slots: per op a block
  *                              of 8 B to 4 MiB (log-uniform: every octave
  *                              as likely) is taken, its pages written,
@@ -252,9 +273,165 @@ static double mixed(long ops)
 	return ns;
 }
 
+/* ---- batches: producers' blocks freed by consumers ---- */
+
+#define BATCH 4096
+#define QUEUED 64
+struct batch {
+	struct batch *next;
+	unsigned char *block[BATCH];
+};
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t more, less;
+	struct batch *head;
+	int queued;
+	long made, taken; /* batches queued so far, and taken */
+	long total;       /* batches in all */
+} q = {.lock = PTHREAD_MUTEX_INITIALIZER, .more = PTHREAD_COND_INITIALIZER, .less = PTHREAD_COND_INITIALIZER};
+
+static void *producer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&q.lock);
+		int go = q.made < q.total;
+		q.made += go;
+		pthread_mutex_unlock(&q.lock);
+		if (!go)
+			return NULL;
+		struct batch *b = malloc(sizeof *b);
+		if (!b)
+			die("malloc failed");
+		for (int i = 0; i < BATCH; i++)
+			b->block[i] = get(64, (unsigned char)i);
+		pthread_mutex_lock(&q.lock);
+		while (q.queued >= QUEUED)
+			pthread_cond_wait(&q.less, &q.lock);
+		b->next = q.head;
+		q.head = b;
+		q.queued++;
+		pthread_cond_signal(&q.more);
+		pthread_mutex_unlock(&q.lock);
+	}
+}
+
+static void *consumer_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&q.lock);
+		while (!q.head && q.taken < q.total)
+			pthread_cond_wait(&q.more, &q.lock);
+		struct batch *b = q.head;
+		if (b) {
+			q.head = b->next;
+			q.queued--;
+			q.taken++;
+			pthread_cond_signal(&q.less);
+		}
+		if (q.taken == q.total)
+			pthread_cond_broadcast(&q.more);
+		pthread_mutex_unlock(&q.lock);
+		if (!b)
+			return NULL;
+		for (int i = 0; i < BATCH; i++) {
+			if (b->block[i][0] != (unsigned char)i || b->block[i][63] != (unsigned char)i)
+				die("a block's bytes changed");
+			free(b->block[i]);
+		}
+		free(b);
+	}
+}
+
+static void *batches_role(void *arg)
+{
+	return (*(int *)arg ? consumer_main : producer_main)(NULL);
+}
+
+static double batches(long ops)
+{
+	static int role[4] = {0, 1, 0, 1};
+	q.total = ops / BATCH > 0 ? ops / BATCH : 1;
+	return on_threads(4, batches_role, role, sizeof role[0]) / (double)(q.total * BATCH);
+}
+
+/* ---- threads: a thread per block ---- */
+
+#define ROUND 8
+#define TRANSFER 1000
+static unsigned char *transfer[TRANSFER];
+
+static void *brief_main(void *arg)
+{
+	struct worker *w = arg;
+	unsigned char *p = calloc(1, 128);
+	if (!p)
+		die("calloc failed");
+	p[0] = 0xA5;
+	p[127] = 0xA5;
+	unsigned char *old = __atomic_exchange_n(&transfer[xorshift(&w->rng) % TRANSFER], p, __ATOMIC_ACQ_REL);
+	if (old && (old[0] != 0xA5 || old[127] != 0xA5 || old[64]))
+		die("a block's bytes changed");
+	free(old);
+	unsigned char *own[16];
+	for (int i = 0; i < 16; i++)
+		own[i] = get(log_uniform(&w->rng, 4, 9), (unsigned char)i);
+	for (int i = 0; i < 16; i++)
+		free(own[i]);
+	return NULL;
+}
+
+static double threads(long ops)
+{
+	static struct worker w[ROUND];
+	long rounds = ops / ROUND > 0 ? ops / ROUND : 1;
+	double ns = 0;
+	for (long r = 0; r < rounds; r++) {
+		for (int i = 0; i < ROUND; i++)
+			w[i].rng = 0xD1B54A32D192ED03ull * (uint64_t)(r * ROUND + i + 1);
+		ns += on_threads(ROUND, brief_main, w, sizeof w[0]);
+	}
+	for (size_t k = 0; k < TRANSFER; k++)
+		free(transfer[k]);
+	return ns / (double)(rounds * ROUND);
+}
+
+/* ---- bursts: many blocks of one size, then all freed ---- */
+
+static double bursts(long ops)
+{
+	static const size_t sizes[] = {16, 32, 64, 128, 256};
+	static const int lengths[] = {25, 100, 400, 1600};
+	static unsigned char *live[1600];
+	long pairs = 0;
+	double t0 = now_ns();
+	for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++)
+		for (size_t l = 0; l < sizeof lengths / sizeof lengths[0]; l++) {
+			int n = lengths[l];
+			long rounds = ops / 20 / n > 0 ? ops / 20 / n : 1;
+			for (long r = 0; r < rounds; r++) {
+				for (int i = 0; i < n; i++) {
+					live[i] = get(sizes[s], (unsigned char)i);
+					memset(live[i], (unsigned char)i, sizes[s]);
+				}
+				for (int i = 0; i < n / 2; i++)
+					free(live[i]);
+				for (int i = n - 1; i >= n / 2; i--) {
+					if (live[i][sizes[s] / 2] != (unsigned char)i)
+						die("a block's bytes changed");
+					free(live[i]);
+				}
+			}
+			pairs += rounds * n;
+		}
+	return (now_ns() - t0) / (double)pairs;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct bench_mode modes[] = {
-		{"server", server}, {"scratch", scratch}, {"grow", grow}, {"leak", leak}, {"mixed", mixed}};
+		{"server", server},   {"scratch", scratch}, {"grow", grow},	   {"leak", leak},
+		{"batches", batches}, {"threads", threads}, {"bursts", bursts}, {"mixed", mixed}};
 	BENCH_MAIN(modes, sizeof modes / sizeof modes[0], argc, argv);
 }

@@ -140,9 +140,12 @@ void hz_allocator_start(void)
 		 * decide_small says so, or where jemalloc's tables cannot be
 		 * made writable (a commit limit refused it). Where jemalloc is
 		 * not started, its tables' pages go back. */
-		if (!decide_small(hz_option(HZ_OPT_SMALL)->str) ||
-		    (hz_small_start() && !decide_small("next")))
+		int jemalloc = decide_small(hz_option(HZ_OPT_SMALL)->str);
+		int started = jemalloc && !hz_small_start();
+		if (!jemalloc || (!started && !decide_small("next")))
 			hz_small_release_tables();
+		else if (started && hz_option(HZ_OPT_SMALL_CACHE)->num)
+			hz_small_cache_install(&hz_small); /* its thread cache in front */
 		size_t threshold = hz_options_start_arenas();
 		if (hz_hardened)
 			hz_small_harden();

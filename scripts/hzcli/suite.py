@@ -113,6 +113,12 @@ CASES = [
     ("scratch", "ns", bench_case("threads_bench", "scratch", "200000")),
     ("grow", "ns", bench_case("threads_bench", "grow", "2000000")),
     ("leak", "ns", bench_case("threads_bench", "leak", "4000000")),
+    # After mimalloc-bench's xmalloc-test, mleak/mstress and glibc-bench's
+    # simple case: every block freed by another thread, threads that live
+    # for a block, bursts of one size.
+    ("batches", "ns", bench_case("threads_bench", "batches", "20000000")),
+    ("threads", "ns", bench_case("threads_bench", "threads", "20000")),
+    ("bursts", "ns", bench_case("threads_bench", "bursts", "50000000")),
     # 4 threads, 8 B to 4 MiB, most blocks freed by another thread.
     ("mixed", "ns", bench_case("threads_bench", "mixed", "400000")),
     ("memset 0", "ns", bench_case("churn_bench", "memset0", "20000000")),

@@ -1,0 +1,394 @@
+/* The small blocks' thread cache (allocator/small_cache.c), run preloaded
+ * by small_cache.sh, each case also under glibc (the program's own checks
+ * must hold there too; the library's counters and regions are asked only
+ * where hz_stat is found):
+ *
+ *   small_cache where          prints "cached" when a 64 B block, after
+ *                              20000 calls, lies in the cache's regions,
+ *                              else "not cached"
+ *   small_cache remote         2 producers, 2 consumers: batches of
+ *                              blocks of 1 B-1 KiB, each tagged through
+ *                              its usable size, checked and freed by
+ *                              another thread; calloc's whole usable
+ *                              size read zero
+ *   small_cache exits          2000 threads, each taking 300 blocks and
+ *                              handing 100 to the next: the exited
+ *                              threads' lists come back (the resident
+ *                              set does not grow with the threads)
+ *   small_cache counts         malloc.small.calls counts the cache's
+ *   small_cache trim           malloc_trim gives the lists back
+ *   small_cache fork           forks while threads allocate; the child
+ *                              allocates, frees and counts
+ *   small_cache blocked        the regions taken by other mappings before
+ *                              the classes start: every size is served,
+ *                              outside them
+ * Exit 0, or 1 and what failed. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define FAIL(...) (printf(__VA_ARGS__), printf("\n"), exit(1))
+/* allocator/allocator.h's HZ_CACHE_BASE and HZ_CACHE_SPAN, as the
+ * library places the regions. */
+#define BASE ((uintptr_t)1 << 45)
+#define REGION ((uintptr_t)1 << 36)
+#define SPAN (24 * REGION)
+
+static int (*stat_fn)(const char *, uint64_t *);
+
+static uint64_t stat(const char *name)
+{
+	uint64_t v = 0;
+	if (stat_fn && stat_fn(name, &v))
+		FAIL("hz_stat(%s) failed", name);
+	return v;
+}
+
+static int cached(const void *p)
+{
+	return (uintptr_t)p - BASE < SPAN;
+}
+
+static unsigned char tag(const void *p, size_t i)
+{
+	return (unsigned char)(((uintptr_t)p >> 4) + i);
+}
+
+static unsigned char *get(size_t n)
+{
+	unsigned char *p = malloc(n);
+	if (!p)
+		FAIL("malloc(%zu) failed", n);
+	size_t u = malloc_usable_size(p);
+	if (u < n)
+		FAIL("malloc_usable_size %zu < %zu", u, n);
+	for (size_t i = 0; i < u; i++)
+		p[i] = tag(p, i);
+	return p;
+}
+
+static void check_put(unsigned char *p)
+{
+	size_t u = malloc_usable_size(p);
+	for (size_t i = 0; i < u; i++)
+		if (p[i] != tag(p, i))
+			FAIL("block %p: byte %zu of %zu changed", (void *)p, i, u);
+	free(p);
+}
+
+/* A thread's first calls go to jemalloc (small_cache.c's WARM, 16384):
+ * these make the calling thread's cache start. */
+static void warm(void)
+{
+	for (int i = 0; i < 20000; i++)
+		free(malloc(64));
+}
+
+static long rss_kib(void)
+{
+	char buf[4096];
+	FILE *f = fopen("/proc/self/status", "r");
+	long v = -1;
+	if (!f)
+		FAIL("no /proc/self/status");
+	while (fgets(buf, sizeof buf, f))
+		if (sscanf(buf, "VmRSS: %ld", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+/* ---- remote ---- */
+
+#define BATCH 1000
+struct batch {
+	struct batch *next;
+	unsigned char *b[BATCH];
+};
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cond = PTHREAD_COND_INITIALIZER;
+static struct batch *queue;
+static int made, taken, total = 2000;
+
+static void *producer(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		int go = made < total;
+		made += go;
+		pthread_mutex_unlock(&lock);
+		if (!go)
+			return NULL;
+		struct batch *b = malloc(sizeof *b);
+		if (!b)
+			FAIL("malloc failed");
+		for (int i = 0; i < BATCH; i++) {
+			size_t n = 1 + rand_r(&seed) % 1024;
+			if (i % 7 == 0) {
+				unsigned char *z = calloc(1, n);
+				if (!z)
+					FAIL("calloc failed");
+				size_t u = malloc_usable_size(z);
+				for (size_t k = 0; k < u; k++)
+					if (z[k])
+						FAIL("calloc(%zu): byte %zu of %zu not zero", n, k, u);
+				free(z);
+			}
+			b->b[i] = get(n);
+		}
+		pthread_mutex_lock(&lock);
+		b->next = queue;
+		queue = b;
+		pthread_cond_broadcast(&cond);
+		pthread_mutex_unlock(&lock);
+	}
+}
+
+static void *consumer(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&lock);
+		while (!queue && taken < total)
+			pthread_cond_wait(&cond, &lock);
+		struct batch *b = queue;
+		if (b) {
+			queue = b->next;
+			taken++;
+		}
+		pthread_cond_broadcast(&cond);
+		pthread_mutex_unlock(&lock);
+		if (!b)
+			return NULL;
+		for (int i = 0; i < BATCH; i++)
+			check_put(b->b[i]);
+		free(b);
+	}
+}
+
+static void remote(void)
+{
+	pthread_t t[4];
+	for (uintptr_t i = 0; i < 4; i++)
+		if (pthread_create(&t[i], NULL, i & 1 ? consumer : producer, (void *)(i + 1)))
+			FAIL("pthread_create");
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- exits ---- */
+
+static unsigned char *handed[100];
+
+static void *brief(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	unsigned char *mine[300];
+	warm();
+	for (int i = 0; i < 300; i++)
+		mine[i] = get(1 + rand_r(&seed) % 1024);
+	for (int i = 0; i < 100; i++) { /* the previous thread's, freed here */
+		if (handed[i])
+			check_put(handed[i]);
+		handed[i] = mine[i];
+	}
+	for (int i = 100; i < 300; i++)
+		check_put(mine[i]);
+	return NULL;
+}
+
+static void run_brief(int from, int to)
+{
+	for (int i = from; i < to; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, brief, (void *)(uintptr_t)(i + 1)) || pthread_join(t, NULL))
+			FAIL("pthread_create");
+	}
+}
+
+static void exits(void)
+{
+	uint64_t flushed = stat("malloc.small.cache_flushed");
+	run_brief(0, 200);
+	long early = rss_kib();
+	run_brief(200, 2000);
+	long late = rss_kib();
+	/* Each thread takes up to 300 KiB; kept, 1800 more threads' lists
+	 * would be about 500 MiB. */
+	if (late - early > 32 * 1024)
+		FAIL("resident set grew by %ld KiB over 1800 threads", late - early);
+	if (stat_fn && stat("malloc.small.cache_flushed") <= flushed)
+		FAIL("no block given back at the threads' exits");
+	printf("resident %ld KiB after 200 threads, %ld after 2000\n", early, late);
+}
+
+/* ---- counts ---- */
+
+static void counts(void)
+{
+	if (!stat_fn)
+		return;
+	enum { N = 100000 };
+	static unsigned char *p[1000];
+	warm();
+	uint64_t before = stat("malloc.small.calls");
+	for (int r = 0; r < N / 1000; r++) {
+		for (int i = 0; i < 1000; i++)
+			p[i] = get(64);
+		for (int i = 0; i < 1000; i++)
+			check_put(p[i]);
+	}
+	uint64_t after = stat("malloc.small.calls");
+	if (after - before < N)
+		FAIL("malloc.small.calls grew by %llu over %d calls", (unsigned long long)(after - before), N);
+	printf("malloc.small.calls grew by %llu over %d calls\n", (unsigned long long)(after - before), N);
+}
+
+/* ---- trim ---- */
+
+static void trim(void)
+{
+	enum { N = 40000 };
+	static unsigned char *p[N];
+	warm();
+	for (int i = 0; i < N; i++)
+		p[i] = get(512);
+	for (int i = 0; i < N; i++)
+		check_put(p[i]);
+	uint64_t flushed = stat("malloc.small.cache_flushed");
+	uint64_t held = stat("malloc.small.allocated_bytes");
+	malloc_trim(0);
+	uint64_t now = stat("malloc.small.allocated_bytes");
+	if (stat_fn && stat("malloc.small.cache_flushed") == flushed)
+		FAIL("malloc_trim gave back no list");
+	/* The transfer cache alone holds 512 KiB of them. */
+	if (stat_fn && now + (256u << 10) > held)
+		FAIL("malloc_trim: %llu bytes allocated before, %llu after", (unsigned long long)held,
+		     (unsigned long long)now);
+	for (int i = 0; i < N; i++) /* and the cache serves on */
+		p[i] = get(512);
+	for (int i = 0; i < N; i++)
+		check_put(p[i]);
+	printf("allocated %llu bytes before malloc_trim, %llu after\n", (unsigned long long)held,
+	       (unsigned long long)now);
+}
+
+/* ---- fork ---- */
+
+static volatile int stop;
+
+static void *churn(void *arg)
+{
+	unsigned seed = (unsigned)(uintptr_t)arg;
+	unsigned char *keep[64] = {0};
+	while (!stop) {
+		int k = rand_r(&seed) % 64;
+		if (keep[k])
+			check_put(keep[k]);
+		keep[k] = get(1 + rand_r(&seed) % 1024);
+	}
+	for (int k = 0; k < 64; k++)
+		if (keep[k])
+			check_put(keep[k]);
+	return NULL;
+}
+
+static void forks(void)
+{
+	pthread_t t[2];
+	warm();
+	for (uintptr_t i = 0; i < 2; i++)
+		if (pthread_create(&t[i], NULL, churn, (void *)(i + 7)))
+			FAIL("pthread_create");
+	for (int f = 0; f < 100; f++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			FAIL("fork");
+		if (!pid) {
+			uint64_t before = stat("malloc.small.calls");
+			static unsigned char *p[5000];
+			for (int i = 0; i < 5000; i++)
+				p[i] = get(1 + (size_t)i % 1024);
+			for (int i = 0; i < 5000; i++)
+				check_put(p[i]);
+			if (stat_fn && stat("malloc.small.calls") < before + 5000)
+				FAIL("child: malloc.small.calls did not count its calls");
+			_exit(0);
+		}
+		int st;
+		if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st))
+			FAIL("fork %d: child failed (status %d)", f, st);
+	}
+	stop = 1;
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+}
+
+/* ---- blocked ---- */
+
+static void blocked(void)
+{
+	int taken_here = 0;
+	for (uintptr_t c = 0; c < 24; c++) {
+		void *at = (void *)(BASE + c * REGION);
+		void *p = mmap(at, REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
+			       -1, 0);
+		if (p == at)
+			taken_here++;
+		else if (p != MAP_FAILED)
+			munmap(p, REGION);
+	}
+	if (stat_fn && !taken_here)
+		FAIL("every region was in use before main: none to take");
+	static unsigned char *p[20000];
+	int outside = 0;
+	warm();
+	for (int i = 0; i < 20000; i++) {
+		p[i] = get(1 + (size_t)i % 1024);
+		outside += !cached(p[i]);
+	}
+	for (int i = 0; i < 20000; i++)
+		check_put(p[i]);
+	if (stat_fn && !outside)
+		FAIL("no block outside the regions, with %d of them taken", taken_here);
+	printf("%d regions taken before their class started; %d of 20000 blocks outside\n", taken_here, outside);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2)
+		return 2;
+	stat_fn = (int (*)(const char *, uint64_t *))dlsym(RTLD_DEFAULT, "hz_stat");
+	const char *m = argv[1];
+	if (!strcmp(m, "where")) {
+		warm();
+		void *p = malloc(64);
+		printf("%s\n", cached(p) ? "cached" : "not cached");
+		free(p);
+	} else if (!strcmp(m, "remote")) {
+		remote();
+	} else if (!strcmp(m, "exits")) {
+		exits();
+	} else if (!strcmp(m, "counts")) {
+		counts();
+	} else if (!strcmp(m, "trim")) {
+		trim();
+	} else if (!strcmp(m, "fork")) {
+		forks();
+	} else if (!strcmp(m, "blocked")) {
+		blocked();
+	} else {
+		return 2;
+	}
+	printf("ok\n");
+	return 0;
+}
