@@ -1506,17 +1506,18 @@ int hz_small_tables_writable(void);
 void hz_small_tables_lock(void);
 void hz_small_tables_unlock(void);
 /* The thread cache (small_cache.c): per thread, lists of free blocks of
- * jemalloc's classes up to HZ_CACHE_MAX, each class's blocks from an
- * arena of its own placed in a region of its own, from HZ_CACHE_BASE on
- * (above the arenas' window): a block's class is its region's. Installed
+ * jemalloc's classes up to HZ_CACHE_MAX, from an arena of its own placed
+ * in a region of its own, from HZ_CACHE_BASE on (above the arenas'
+ * window), and after it a table of each page's class. Installed
  * in the small engine's table over the embedded jemalloc, at the
  * allocator's start (before hardened mode's): 0, or -1 where it is not
  * (another engine, or jemalloc's classes not as assumed). */
 #define HZ_CACHE_MAX 1024
 #define HZ_CACHE_CLASSES 24
-#define HZ_CACHE_BASE ((uintptr_t)1 << 45) /* 32 TiB */
-#define HZ_CACHE_REGION_SHIFT 36          /* 64 GiB a class */
-#define HZ_CACHE_SPAN ((uintptr_t)HZ_CACHE_CLASSES << HZ_CACHE_REGION_SHIFT)
+#define HZ_CACHE_BASE ((uintptr_t)1 << 45)               /* 32 TiB */
+#define HZ_CACHE_SPAN ((uintptr_t)1 << 40)               /* 1 TiB */
+#define HZ_CACHE_TABLE (HZ_CACHE_BASE + HZ_CACHE_SPAN)  /* a byte per page of it */
+#define HZ_CACHE_PAGE_SHIFT 12
 int hz_small_cache_install(struct hz_small_engine *e);
 /* Gives back the transfer caches' lists, the calling thread's and the
  * classes' explicit caches to jemalloc (malloc_trim's). */

@@ -2,11 +2,13 @@
  * embedded jemalloc for its size classes up to HZ_CACHE_MAX, installed
  * in the small engine's table (the seam stays as it is).
  *
- * Each class has an arena of jemalloc's of its own, whose extents come
- * from a region of the address space of the class's own (its extent
- * hooks below). A free then finds a block's class from its address, a
- * subtraction and a shift, where jemalloc's free looks it up in its
- * radix tree. Per thread and class, two lists of free blocks, linked
+ * The blocks come from an arena of jemalloc's of the cache's own, whose
+ * extents lie in a region of the address space of its own (its extent
+ * hooks below), beside a table of a byte per 4 KiB page of it: the class
+ * of the blocks on that page, written as the blocks are taken from
+ * jemalloc (jemalloc's slabs never share a page). A free then finds a
+ * block's class with a compare and a load, where jemalloc's free looks
+ * it up in its radix tree. Per thread and class, two lists of free blocks, linked
  * through their first word (Bonwick's magazines): the loaded one, which
  * malloc pops and free pushes, and a full spare. Between threads, per
  * class, a transfer cache of full lists under a lock: a thread that
@@ -19,10 +21,10 @@
  *
  * A block of the cache is jemalloc's block in every other way: its
  * usable size, realloc, the extended API and statistics are jemalloc's
- * (its figures count the blocks the caches hold as allocated). Where a
- * class's arena or its region cannot be had (another mapping took the
- * address, an address space of fewer bits, no memory), that class's
- * blocks are jemalloc's as before. A thread's lists go back at its exit;
+ * (its figures count the blocks the caches hold as allocated). Where the
+ * arena or its region cannot be had (another mapping took the address,
+ * an address space of fewer bits, no memory), the blocks are jemalloc's
+ * as before. A thread's lists go back at its exit;
  * malloc_trim gives back the transfer caches' and the calling thread's
  * lists, and the classes' explicit caches. */
 #include <errno.h>
@@ -39,9 +41,10 @@
 #define JE_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
 #define JE_TCACHE(tc) ((int)(((unsigned)(tc) + 2) << 8))
 
-/* A list of the loaded magazine holds at most this many bytes of blocks
- * (16 to 128 blocks): two lists per class per thread, about jemalloc's
- * own thread cache's bound for these classes. */
+/* A batch, what moves between a thread and the transfer cache or
+ * jemalloc at once, holds at most this many bytes of blocks (16 to 128
+ * blocks); a thread's stack of a class holds two: about jemalloc's own
+ * thread cache's bound for these classes. */
 #define LIST_BYTES 8192
 #define LIST_MIN 16
 #define LIST_MAX 128
@@ -50,8 +53,8 @@
  * classes 1 ms, a third of /bin/ls's run. A process or a thread that
  * makes fewer calls never pays it; one that makes more pays it once. */
 #define WARM 16384
-/* Full lists each transfer cache holds before it gives lists back: up
- * to 512 KiB of blocks, and 64 lists. */
+/* Batches each transfer cache holds before it gives them back to
+ * jemalloc: up to 512 KiB of blocks, and 64 batches. */
 #define TRANSFER_BYTES (512 << 10)
 #define TRANSFER_LISTS 64
 
@@ -72,26 +75,27 @@ struct je_extent_hooks {
  * hz_small_cache_lock(c). */
 struct central {
 	int state;      /* 0 not started, 1 ready, -1 refused: jemalloc's blocks as before */
-	int flags;      /* mallocx flags: the class's arena and explicit cache */
+	int flags;      /* mallocx flags: the arena and the class's explicit cache */
 	unsigned cache; /* the explicit cache's identifier */
-	unsigned lists; /* full lists in list[] */
-	void *list[TRANSFER_LISTS];
-	uintptr_t next; /* the region's first address not handed to jemalloc */
-	struct je_extent_hooks hooks;
+	uint32_t n;     /* blocks in held[], whole batches */
+	void **held;    /* room for class_lists batches */
 } __attribute__((aligned(64)));
 
-/* A thread's lists of one class. */
+/* A thread's stack of free blocks of one class: pointers, so that
+ * neither malloc nor free touches a block (a block freed long after it
+ * was written is often out of the cache). */
 struct bin {
-	void *head;      /* the loaded list */
-	uint32_t n, max; /* its length; max 0 sends every free to the slow path */
-	void *spare;     /* a full list (max blocks), or NULL */
+	void **top;  /* the next free slot: blocks lie in [low, top) */
+	void **low;  /* top == low: empty (malloc's slow path) */
+	void **high; /* top == high: full, two batches (free's slow path) */
 };
 
 struct cache {
 	struct bin bin[HZ_CACHE_CLASSES];
 	int state;     /* 0 new, 1 caching (flushed at its exit), 2 gone: jemalloc's blocks */
 	uint32_t warm; /* calls to jemalloc while new */
-	struct hz_cache_calls calls; /* blocks malloc took from the lists, per class */
+	void **stacks; /* the bins' slots, jemalloc's block */
+	struct hz_cache_calls calls; /* blocks malloc took from the stacks, per class */
 };
 
 static HZ_TLS struct cache tc;
@@ -99,19 +103,40 @@ static struct central central[HZ_CACHE_CLASSES];
 static uint8_t class_of[(HZ_CACHE_MAX >> 3) + 1]; /* by (size + 7) >> 3 */
 static uint32_t class_size[HZ_CACHE_CLASSES], class_max[HZ_CACHE_CLASSES], class_lists[HZ_CACHE_CLASSES];
 static unsigned classes;
+static size_t stack_slots; /* a thread's slots for every class: twice each's batch */
 static pthread_key_t exit_key;
 static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
 
-static inline uintptr_t region(unsigned c)
-{
-	return HZ_CACHE_BASE + ((uintptr_t)c << HZ_CACHE_REGION_SHIFT);
-}
+/* ---- the arena: its extents from the region ---- */
 
-/* ---- the class's arena: its extents from its region ---- */
+static struct je_extent_hooks hooks;
+static int arena_state; /* 0 none, 1 being made, 2 ready, -1 refused */
+static int arena_flags;
+/* The region's first address not handed to jemalloc, and the end of the
+ * class table's pages mapped (they cover the region up to it). */
+static uintptr_t next = HZ_CACHE_BASE, table_end = HZ_CACHE_TABLE;
 
-static unsigned hooks_class(struct je_extent_hooks *h)
+/* The class table's pages for the region up to end, mapped: 0 or -1. */
+static int table_cover(uintptr_t end)
 {
-	return (unsigned)((struct central *)((char *)h - offsetof(struct central, hooks)) - central);
+	uintptr_t want = HZ_CACHE_TABLE + ((end - HZ_CACHE_BASE) >> HZ_CACHE_PAGE_SHIFT);
+	want = (want + hz_page_size - 1) & ~(uintptr_t)(hz_page_size - 1);
+	uintptr_t have = __atomic_load_n(&table_end, __ATOMIC_ACQUIRE);
+	while (have < want) {
+		/* One hook call at a time maps (jemalloc's extent growth
+		 * is under its own lock); a race maps the same pages once:
+		 * the second's map_at fails and it sees the first's end. */
+		if (hz_os_map_at((void *)have, want - have, 0)) {
+			uintptr_t now = __atomic_load_n(&table_end, __ATOMIC_ACQUIRE);
+			if (now == have)
+				return -1;
+			have = now;
+			continue;
+		}
+		__atomic_compare_exchange_n(&table_end, &have, want, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
+		have = __atomic_load_n(&table_end, __ATOMIC_ACQUIRE);
+	}
+	return 0;
 }
 
 /* Fresh pages at the region's next address, aligned as asked; NULL where
@@ -119,19 +144,18 @@ static unsigned hooks_class(struct je_extent_hooks *h)
 static void *extent_alloc(struct je_extent_hooks *h, void *at, size_t size, size_t align, _Bool *zero,
 			  _Bool *commit, unsigned arena)
 {
-	(void)arena;
-	struct central *k = &central[hooks_class(h)];
-	uintptr_t end = region(hooks_class(h)) + ((uintptr_t)1 << HZ_CACHE_REGION_SHIFT);
-	uintptr_t cur = __atomic_load_n(&k->next, __ATOMIC_RELAXED), start;
+	(void)h, (void)arena;
+	uintptr_t end = HZ_CACHE_BASE + HZ_CACHE_SPAN;
+	uintptr_t cur = __atomic_load_n(&next, __ATOMIC_RELAXED), start;
 	if (align < hz_page_size)
 		align = hz_page_size;
 	do {
 		start = (cur + align - 1) & ~(uintptr_t)(align - 1);
 		if ((at && (uintptr_t)at != start) || start + size > end || start + size < start)
 			return NULL;
-	} while (!__atomic_compare_exchange_n(&k->next, &cur, start + size, 1, __ATOMIC_RELAXED,
+	} while (!__atomic_compare_exchange_n(&next, &cur, start + size, 1, __ATOMIC_RELAXED,
 					      __ATOMIC_RELAXED));
-	if (hz_os_map_at((void *)start, size, 0))
+	if (table_cover(start + size) || hz_os_map_at((void *)start, size, 0))
 		return NULL;
 	*zero = 1;
 	*commit = 1;
@@ -175,72 +199,89 @@ static _Bool extent_merge(struct je_extent_hooks *h, void *a, size_t sa, void *b
 	return 0;
 }
 
-/* The class's arena and explicit cache, at its first refill, under its
- * lock: 1, or -1 where jemalloc refused either. */
+/* The classes' arena, made once: its mallocx flag, or -1 where refused.
+ * A thread that finds it being made waits for it (tens of
+ * microseconds). */
+static int arena_start(void)
+{
+	int expect = 0;
+	if (__atomic_compare_exchange_n(&arena_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+		hooks = (struct je_extent_hooks){extent_alloc, extent_dalloc, NULL,	     NULL, NULL,
+						 extent_purge_lazy, extent_purge_forced, extent_split, extent_merge};
+		struct je_extent_hooks *h = &hooks;
+		unsigned arena;
+		size_t sz = sizeof arena;
+		int ok = !hz_je_mallctl("arenas.create", &arena, &sz, &h, sizeof h);
+		arena_flags = ok ? JE_ARENA(arena) : 0;
+		__atomic_store_n(&arena_state, ok ? 2 : -1, __ATOMIC_RELEASE);
+	}
+	while ((expect = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE)) == 1)
+		hz_os_yield();
+	return expect == 2 ? arena_flags : -1;
+}
+
+/* The class's explicit cache, at its first refill, under its lock: 1,
+ * or -1 where jemalloc refused it or the arena. */
 static int central_start(unsigned c)
 {
 	struct central *k = &central[c];
-	k->next = region(c);
-	k->hooks = (struct je_extent_hooks){extent_alloc, extent_dalloc, NULL,		 NULL, NULL,
-					    extent_purge_lazy, extent_purge_forced, extent_split, extent_merge};
-	struct je_extent_hooks *hooks = &k->hooks;
-	unsigned arena;
-	size_t sz = sizeof arena;
-	if (hz_je_mallctl("arenas.create", &arena, &sz, &hooks, sizeof hooks))
+	int arena = arena_start();
+	if (arena < 0)
 		return -1;
 	unsigned cache;
-	sz = sizeof cache;
+	size_t sz = sizeof cache;
 	if (hz_je_mallctl("tcache.create", &cache, &sz, NULL, 0))
 		return -1;
+	k->held = hz_je_malloc((size_t)class_lists[c] * class_max[c] * sizeof(void *));
+	if (!k->held)
+		return -1;
 	k->cache = cache;
-	k->flags = JE_ARENA(arena) | JE_TCACHE(cache);
+	k->flags = arena | JE_TCACHE(cache);
 	return 1;
 }
 
 /* ---- between a thread's lists and jemalloc, under the class's lock ---- */
 
-/* Up to max blocks of class c from jemalloc, linked; their number in *n. */
-static void *fill(unsigned c, uint32_t max, uint32_t *n)
+/* Up to n blocks of class c from jemalloc into to[]: how many. */
+static uint32_t fill(unsigned c, void **to, uint32_t n)
 {
 	struct central *k = &central[c];
-	void *head = NULL;
 	uint32_t i = 0;
-	for (; i < max; i++) {
+	for (; i < n; i++) {
 		void *p = hz_je_mallocx(class_size[c], k->flags);
-		if (!p || (uintptr_t)p - region(c) >= ((uintptr_t)1 << HZ_CACHE_REGION_SHIFT)) {
+		uintptr_t off = (uintptr_t)p - HZ_CACHE_BASE;
+		if (!p || off >= HZ_CACHE_SPAN) {
 			if (p) /* not the region's (jemalloc's own fallback): back */
 				hz_je_dallocx(p, k->flags);
 			break;
 		}
-		*(void **)p = head;
-		head = p;
+		/* Its page's class, before any thread can free it: a page
+		 * changes class only once every block on it is jemalloc's. */
+		((uint8_t *)HZ_CACHE_TABLE)[off >> HZ_CACHE_PAGE_SHIFT] = (uint8_t)c;
+		to[i] = p;
 	}
 	__atomic_fetch_add(&filled, i, __ATOMIC_RELAXED);
-	*n = i;
-	return head;
+	return i;
 }
 
-static void flush(unsigned c, void *list)
+static void flush(unsigned c, void *const *from, uint32_t n)
 {
-	uint64_t n = 0;
-	while (list) {
-		void *next = *(void **)list;
-		hz_je_dallocx(list, central[c].flags);
-		list = next;
-		n++;
-	}
+	for (uint32_t i = 0; i < n; i++)
+		hz_je_dallocx(from[i], central[c].flags);
 	__atomic_fetch_add(&flushed, n, __ATOMIC_RELAXED);
 }
 
-/* A full list into the transfer cache, or back to jemalloc where it is
- * full. Under the lock. */
-static void put_list(unsigned c, void *list)
+/* n blocks into the transfer cache where it has room for them, else
+ * back to jemalloc. Under the lock. */
+static void put(unsigned c, void *const *from, uint32_t n)
 {
 	struct central *k = &central[c];
-	if (k->lists < class_lists[c])
-		k->list[k->lists++] = list;
-	else
-		flush(c, list);
+	if (k->state > 0 && k->n + n <= class_lists[c] * class_max[c]) {
+		memcpy(k->held + k->n, from, n * sizeof(void *));
+		k->n += n;
+	} else {
+		flush(c, from, n);
+	}
 }
 
 /* ---- a thread's start and exit ---- */
@@ -256,44 +297,56 @@ static void thread_start(void)
 	tc.state = 2;
 	if (pthread_setspecific(exit_key, &tc))
 		return;
-	for (unsigned c = 0; c < classes; c++)
-		tc.bin[c].max = class_max[c];
+	void **slot = tc.stacks = hz_je_malloc(stack_slots * sizeof(void *));
+	if (!slot)
+		return;
+	for (unsigned c = 0; c < classes; c++) {
+		struct bin *b = &tc.bin[c];
+		b->top = b->low = slot;
+		b->high = slot += 2 * class_max[c];
+	}
 	hz_small_cache_link(&tc.calls);
 	tc.state = 1;
 }
 
-/* Gives back every list; from now on the thread's blocks are jemalloc's
- * (a destructor of another library's may still allocate). */
+/* Gives back every block of the thread's stacks: whole batches to the
+ * transfer caches, the rest to jemalloc. */
 static void give_back(void)
 {
 	for (unsigned c = 0; c < classes; c++) {
 		struct bin *b = &tc.bin[c];
-		void *head = b->head, *spare = b->spare;
-		b->head = b->spare = NULL;
-		b->n = 0;
-		if (!head && !spare)
+		uint32_t n = (uint32_t)(b->top - b->low), m = class_max[c];
+		if (!n)
 			continue;
+		b->top = b->low;
 		hz_small_cache_lock(c);
-		if (spare)
-			put_list(c, spare);
-		flush(c, head);
+		for (; n >= m; n -= m)
+			put(c, b->low + n - m, m);
+		flush(c, b->low, n);
 		hz_small_cache_unlock(c);
 	}
 }
 
+/* From now on the thread's blocks are jemalloc's (a destructor of
+ * another library's may still allocate). */
 static void thread_exit(void *arg)
 {
 	(void)arg;
-	for (unsigned c = 0; c < classes; c++)
-		tc.bin[c].max = 0;
 	tc.state = 2;
+	if (!tc.stacks) /* never started: nothing held, not linked */
+		return;
 	give_back();
+	for (unsigned c = 0; c < classes; c++)
+		tc.bin[c] = (struct bin){NULL, NULL, NULL};
+	hz_je_free(tc.stacks);
+	tc.stacks = NULL;
 	hz_small_cache_unlink(&tc.calls);
 }
 
 /* ---- the slow paths ---- */
 
-/* malloc(size) where class c's loaded list is empty. */
+/* malloc(size) where class c's stack is empty: a batch from the
+ * transfer cache, or from jemalloc. */
 static HZ_NOINLINE void *refill(size_t size, unsigned c)
 {
 	if (hz_unlikely(tc.state != 1)) {
@@ -303,31 +356,28 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
 			return hz_je_malloc(size);
 	}
 	struct bin *b = &tc.bin[c];
-	void *list = b->spare;
-	uint32_t n = b->max;
-	if (list) {
-		b->spare = NULL;
-	} else {
-		struct central *k = &central[c];
-		hz_small_cache_lock(c);
-		if (!k->state)
-			k->state = central_start(c);
-		if (k->lists)
-			list = k->list[--k->lists];
-		else if (k->state > 0)
-			list = fill(c, b->max, &n);
-		hz_small_cache_unlock(c);
-		if (!list)
-			return hz_je_malloc(size);
+	struct central *k = &central[c];
+	uint32_t m = class_max[c], n = 0;
+	hz_small_cache_lock(c);
+	if (!k->state)
+		k->state = central_start(c);
+	if (k->n >= m) {
+		k->n -= m;
+		memcpy(b->low, k->held + k->n, m * sizeof(void *));
+		n = m;
+	} else if (k->state > 0) {
+		n = fill(c, b->low, m);
 	}
-	b->head = *(void **)list;
-	b->n = n - 1;
+	hz_small_cache_unlock(c);
+	if (!n)
+		return hz_je_malloc(size);
+	b->top = b->low + n - 1;
 	tc.calls.calls[c]++;
-	return list;
+	return *b->top;
 }
 
-/* free(p) of class c where the loaded list is full (or the thread's
- * lists are not set up). */
+/* free(p) of class c where its stack is full (or the thread's stacks
+ * are not set up): its older batch goes to the transfer cache. */
 static HZ_NOINLINE void overflow(void *p, unsigned c)
 {
 	if (hz_unlikely(tc.state != 1)) {
@@ -339,15 +389,17 @@ static HZ_NOINLINE void overflow(void *p, unsigned c)
 		}
 	}
 	struct bin *b = &tc.bin[c];
-	if (b->spare) {
-		hz_small_cache_lock(c);
-		put_list(c, b->spare);
-		hz_small_cache_unlock(c);
+	if (b->top != b->high) { /* the thread's stacks just set up */
+		*b->top++ = p;
+		return;
 	}
-	b->spare = b->head;
-	*(void **)p = NULL;
-	b->head = p;
-	b->n = 1;
+	uint32_t m = class_max[c];
+	hz_small_cache_lock(c);
+	put(c, b->low, m);
+	hz_small_cache_unlock(c);
+	memmove(b->low, b->low + m, m * sizeof(void *));
+	b->low[m] = p;
+	b->top = b->low + m + 1;
 }
 
 /* ---- the table's functions ---- */
@@ -362,12 +414,11 @@ static void *cache_malloc(size_t size)
 	if (hz_likely(size <= HZ_CACHE_MAX)) {
 		unsigned c = size_class(size);
 		struct bin *b = &tc.bin[c];
-		void *p = b->head;
-		if (hz_likely(p != NULL)) {
-			b->head = *(void **)p;
-			b->n--;
+		void **t = b->top;
+		if (hz_likely(t != b->low)) {
+			b->top = --t;
 			tc.calls.calls[c]++;
-			return p;
+			return *t;
 		}
 		return refill(size, c);
 	}
@@ -378,12 +429,12 @@ static void cache_free(void *p)
 {
 	uintptr_t off = (uintptr_t)p - HZ_CACHE_BASE;
 	if (hz_likely(off < HZ_CACHE_SPAN)) {
-		unsigned c = (unsigned)(off >> HZ_CACHE_REGION_SHIFT);
+		unsigned c = ((const uint8_t *)HZ_CACHE_TABLE)[off >> HZ_CACHE_PAGE_SHIFT];
 		struct bin *b = &tc.bin[c];
-		if (hz_likely(b->n < b->max)) {
-			*(void **)p = b->head;
-			b->head = p;
-			b->n++;
+		void **t = b->top;
+		if (hz_likely(t != b->high)) {
+			*t = p;
+			b->top = t + 1;
 			return;
 		}
 		overflow(p, c);
@@ -444,6 +495,7 @@ int hz_small_cache_install(struct hz_small_engine *e)
 		class_max[c] = m < LIST_MIN ? LIST_MIN : m > LIST_MAX ? LIST_MAX : m;
 		uint32_t l = TRANSFER_BYTES / (class_max[c] * class_size[c]);
 		class_lists[c] = l < TRANSFER_LISTS ? l : TRANSFER_LISTS;
+		stack_slots += 2 * class_max[c];
 	}
 	if (pthread_key_create(&exit_key, thread_exit))
 		return -1;
@@ -465,8 +517,8 @@ void hz_small_cache_trim(void)
 	for (unsigned c = 0; c < classes; c++) {
 		struct central *k = &central[c];
 		hz_small_cache_lock(c);
-		while (k->lists)
-			flush(c, k->list[--k->lists]);
+		flush(c, k->held, k->n);
+		k->n = 0;
 		if (k->state > 0)
 			hz_je_mallctl("tcache.flush", NULL, NULL, &k->cache, sizeof k->cache);
 		hz_small_cache_unlock(c);

@@ -1,10 +1,10 @@
 /* The small blocks' thread cache (allocator/small_cache.c), run preloaded
  * by small_cache.sh, each case also under glibc (the program's own checks
- * must hold there too; the library's counters and regions are asked only
+ * must hold there too; the library's counters and region are asked only
  * where hz_stat is found):
  *
  *   small_cache where          prints "cached" when a 64 B block, after
- *                              20000 calls, lies in the cache's regions,
+ *                              20000 calls, lies in the cache's region,
  *                              else "not cached"
  *   small_cache remote         2 producers, 2 consumers: batches of
  *                              blocks of 1 B-1 KiB, each tagged through
@@ -19,9 +19,9 @@
  *   small_cache trim           malloc_trim gives the lists back
  *   small_cache fork           forks while threads allocate; the child
  *                              allocates, frees and counts
- *   small_cache blocked        the regions taken by other mappings before
- *                              the classes start: every size is served,
- *                              outside them
+ *   small_cache blocked        the region taken by another mapping before
+ *                              the cache starts: every size is served,
+ *                              outside it
  * Exit 0, or 1 and what failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -37,10 +37,9 @@
 
 #define FAIL(...) (printf(__VA_ARGS__), printf("\n"), exit(1))
 /* allocator/allocator.h's HZ_CACHE_BASE and HZ_CACHE_SPAN, as the
- * library places the regions. */
+ * library places the region. */
 #define BASE ((uintptr_t)1 << 45)
-#define REGION ((uintptr_t)1 << 36)
-#define SPAN (24 * REGION)
+#define SPAN ((uintptr_t)1 << 40)
 
 static int (*stat_fn)(const char *, uint64_t *);
 
@@ -337,18 +336,13 @@ static void forks(void)
 
 static void blocked(void)
 {
-	int taken_here = 0;
-	for (uintptr_t c = 0; c < 24; c++) {
-		void *at = (void *)(BASE + c * REGION);
-		void *p = mmap(at, REGION, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE,
-			       -1, 0);
-		if (p == at)
-			taken_here++;
-		else if (p != MAP_FAILED)
-			munmap(p, REGION);
-	}
+	void *at = (void *)BASE;
+	void *q = mmap(at, SPAN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+	int taken_here = q == at;
+	if (q != MAP_FAILED && q != at)
+		munmap(q, SPAN);
 	if (stat_fn && !taken_here)
-		FAIL("every region was in use before main: none to take");
+		FAIL("the region was in use before main");
 	static unsigned char *p[20000];
 	int outside = 0;
 	warm();
@@ -359,8 +353,8 @@ static void blocked(void)
 	for (int i = 0; i < 20000; i++)
 		check_put(p[i]);
 	if (stat_fn && !outside)
-		FAIL("no block outside the regions, with %d of them taken", taken_here);
-	printf("%d regions taken before their class started; %d of 20000 blocks outside\n", taken_here, outside);
+		FAIL("no block outside the region, taken before the cache started");
+	printf("the region taken before the cache started: %d of 20000 blocks outside\n", outside);
 }
 
 int main(int argc, char **argv)
