@@ -1505,22 +1505,22 @@ int hz_small_tables_writable(void);
  * handlers take it before a fork and let it go in parent and child. */
 void hz_small_tables_lock(void);
 void hz_small_tables_unlock(void);
-/* The thread cache (small_cache.c): per thread, lists of free blocks of
+/* The thread cache (small_cache.c): per thread, stacks of free blocks of
  * jemalloc's classes up to HZ_CACHE_MAX, from an arena of its own placed
  * in a region of its own, from HZ_CACHE_BASE on (above the arenas'
  * window), and after it a table of each page's class. Installed
  * in the small engine's table over the embedded jemalloc, at the
  * allocator's start (before hardened mode's): 0, or -1 where it is not
  * (another engine, or jemalloc's classes not as assumed). */
-#define HZ_CACHE_MAX 1024
-#define HZ_CACHE_CLASSES 24
+#define HZ_CACHE_MAX 14336 /* jemalloc's largest small class with 4 KiB pages */
+#define HZ_CACHE_CLASSES 40
 #define HZ_CACHE_BASE ((uintptr_t)1 << 45)               /* 32 TiB */
 #define HZ_CACHE_SPAN ((uintptr_t)1 << 40)               /* 1 TiB */
 #define HZ_CACHE_TABLE (HZ_CACHE_BASE + HZ_CACHE_SPAN)  /* a byte per page of it */
 #define HZ_CACHE_PAGE_SHIFT 12
 int hz_small_cache_install(struct hz_small_engine *e);
-/* Gives back the transfer caches' lists, the calling thread's and the
- * classes' explicit caches to jemalloc (malloc_trim's). */
+/* Gives back the transfer caches' blocks and the calling thread's to
+ * jemalloc (malloc_trim's). */
 void hz_small_cache_trim(void);
 /* A class's lock (small_fork.c): the fork handlers take them all first. */
 void hz_small_cache_lock(unsigned c);

@@ -8,15 +8,16 @@
  * of the blocks on that page, written as the blocks are taken from
  * jemalloc (jemalloc's slabs never share a page). A free then finds a
  * block's class with a compare and a load, where jemalloc's free looks
- * it up in its radix tree. Per thread and class, two lists of free blocks, linked
- * through their first word (Bonwick's magazines): the loaded one, which
- * malloc pops and free pushes, and a full spare. Between threads, per
- * class, a transfer cache of full lists under a lock: a thread that
- * frees what others allocate (a consumer, a server's reply thread) hands
- * them back a list at a time, one lock per list, where jemalloc's thread
- * caches return each block to its slab under the bin's lock. Lists come
- * from and go back to jemalloc through an explicit thread cache of the
- * class's (tcache.create), under the class's lock: in batches, as
+ * it up in its radix tree. Per thread and class, a stack of pointers to
+ * free blocks, two batches deep, which malloc pops and free pushes
+ * without touching the block. Between threads, per class, a transfer
+ * cache of whole batches under a lock: a thread that frees what others
+ * allocate (a consumer, a server's reply thread) hands them back a batch
+ * at a time, one lock per batch, where jemalloc's thread caches return
+ * each block to its slab under the bin's lock. Batches come from and go
+ * back to jemalloc through an explicit jemalloc thread cache of the
+ * thread's own (tcache.create; jemalloc's automatic ones fill from the
+ * thread's arena, not the cache's), out of any lock of the cache's, as
  * jemalloc's own thread caches fill and flush.
  *
  * A block of the cache is jemalloc's block in every other way: its
@@ -24,9 +25,8 @@
  * (its figures count the blocks the caches hold as allocated). Where the
  * arena or its region cannot be had (another mapping took the address,
  * an address space of fewer bits, no memory), the blocks are jemalloc's
- * as before. A thread's lists go back at its exit;
- * malloc_trim gives back the transfer caches' and the calling thread's
- * lists, and the classes' explicit caches. */
+ * as before. A thread's stacks go back at its exit; malloc_trim gives
+ * back the transfer caches' blocks and the calling thread's. */
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -40,13 +40,14 @@
 /* jemalloc's mallocx flags MALLOCX_ARENA(a) and MALLOCX_TCACHE(tc). */
 #define JE_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
 #define JE_TCACHE(tc) ((int)(((unsigned)(tc) + 2) << 8))
+#define JE_TCACHE_NONE JE_TCACHE(-1)
 
 /* A batch, what moves between a thread and the transfer cache or
- * jemalloc at once, holds at most this many bytes of blocks (16 to 128
- * blocks); a thread's stack of a class holds two: about jemalloc's own
- * thread cache's bound for these classes. */
+ * jemalloc at once, holds at most this many bytes of blocks (4 to 128
+ * blocks); a thread's stack of a class holds two: less than jemalloc's
+ * own thread cache's bound for these classes (20 blocks of 14 KiB). */
 #define LIST_BYTES 8192
-#define LIST_MIN 16
+#define LIST_MIN 4
 #define LIST_MAX 128
 /* A thread's first calls go to jemalloc's own thread cache: a class's
  * arena costs about 90 KiB of metadata and 25 faults at its start, 14
@@ -56,7 +57,7 @@
 /* Batches each transfer cache holds before it gives them back to
  * jemalloc: up to 512 KiB of blocks, and 64 batches. */
 #define TRANSFER_BYTES (512 << 10)
-#define TRANSFER_LISTS 64
+#define TRANSFER_BATCHES 64
 
 /* jemalloc's extent hooks (its extent_hooks_t, an API of its own). */
 struct je_extent_hooks {
@@ -75,10 +76,8 @@ struct je_extent_hooks {
  * hz_small_cache_lock(c). */
 struct central {
 	int state;      /* 0 not started, 1 ready, -1 refused: jemalloc's blocks as before */
-	int flags;      /* mallocx flags: the arena and the class's explicit cache */
-	unsigned cache; /* the explicit cache's identifier */
 	uint32_t n;     /* blocks in held[], whole batches */
-	void **held;    /* room for class_lists batches */
+	void **held;    /* room for class_batches batches */
 } __attribute__((aligned(64)));
 
 /* A thread's stack of free blocks of one class: pointers, so that
@@ -95,13 +94,15 @@ struct cache {
 	int state;     /* 0 new, 1 caching (flushed at its exit), 2 gone: jemalloc's blocks */
 	uint32_t warm; /* calls to jemalloc while new */
 	void **stacks; /* the bins' slots, jemalloc's block */
+	int flags;     /* mallocx flags: the arena and the thread's explicit cache */
+	unsigned tcache; /* that cache's identifier */
 	struct hz_cache_calls calls; /* blocks malloc took from the stacks, per class */
 };
 
 static HZ_TLS struct cache tc;
 static struct central central[HZ_CACHE_CLASSES];
 static uint8_t class_of[(HZ_CACHE_MAX >> 3) + 1]; /* by (size + 7) >> 3 */
-static uint32_t class_size[HZ_CACHE_CLASSES], class_max[HZ_CACHE_CLASSES], class_lists[HZ_CACHE_CLASSES];
+static uint32_t class_size[HZ_CACHE_CLASSES], class_max[HZ_CACHE_CLASSES], class_batches[HZ_CACHE_CLASSES];
 static unsigned classes;
 static size_t stack_slots; /* a thread's slots for every class: twice each's batch */
 static pthread_key_t exit_key;
@@ -116,27 +117,25 @@ static int arena_flags;
  * class table's pages mapped (they cover the region up to it). */
 static uintptr_t next = HZ_CACHE_BASE, table_end = HZ_CACHE_TABLE;
 
-/* The class table's pages for the region up to end, mapped: 0 or -1. */
+/* The class table's pages for the region up to end, mapped: 0 or -1.
+ * One hook call at a time maps them (jemalloc may grow the arena and
+ * its metadata at once); the lock is only ever held inside a jemalloc
+ * call that holds one of jemalloc's locks, which its fork handlers take,
+ * so no fork finds it held. */
 static int table_cover(uintptr_t end)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	uintptr_t want = HZ_CACHE_TABLE + ((end - HZ_CACHE_BASE) >> HZ_CACHE_PAGE_SHIFT);
 	want = (want + hz_page_size - 1) & ~(uintptr_t)(hz_page_size - 1);
-	uintptr_t have = __atomic_load_n(&table_end, __ATOMIC_ACQUIRE);
-	while (have < want) {
-		/* One hook call at a time maps (jemalloc's extent growth
-		 * is under its own lock); a race maps the same pages once:
-		 * the second's map_at fails and it sees the first's end. */
-		if (hz_os_map_at((void *)have, want - have, 0)) {
-			uintptr_t now = __atomic_load_n(&table_end, __ATOMIC_ACQUIRE);
-			if (now == have)
-				return -1;
-			have = now;
-			continue;
-		}
-		__atomic_compare_exchange_n(&table_end, &have, want, 0, __ATOMIC_RELEASE, __ATOMIC_ACQUIRE);
-		have = __atomic_load_n(&table_end, __ATOMIC_ACQUIRE);
+	int e = 0;
+	pthread_mutex_lock(&lock);
+	if (want > table_end) {
+		e = hz_os_map_at((void *)table_end, want - table_end, 0) ? -1 : 0;
+		if (!e)
+			table_end = want;
 	}
-	return 0;
+	pthread_mutex_unlock(&lock);
+	return e;
 }
 
 /* Fresh pages at the region's next address, aligned as asked; NULL where
@@ -220,39 +219,28 @@ static int arena_start(void)
 	return expect == 2 ? arena_flags : -1;
 }
 
-/* The class's explicit cache, at its first refill, under its lock: 1,
- * or -1 where jemalloc refused it or the arena. */
+/* The class's transfer cache, at its first refill, under its lock: 1,
+ * or -1 where there is no room for it. */
 static int central_start(unsigned c)
 {
 	struct central *k = &central[c];
-	int arena = arena_start();
-	if (arena < 0)
-		return -1;
-	unsigned cache;
-	size_t sz = sizeof cache;
-	if (hz_je_mallctl("tcache.create", &cache, &sz, NULL, 0))
-		return -1;
-	k->held = hz_je_malloc((size_t)class_lists[c] * class_max[c] * sizeof(void *));
-	if (!k->held)
-		return -1;
-	k->cache = cache;
-	k->flags = arena | JE_TCACHE(cache);
-	return 1;
+	k->held = hz_je_malloc((size_t)class_batches[c] * class_max[c] * sizeof(void *));
+	return k->held ? 1 : -1;
 }
 
-/* ---- between a thread's lists and jemalloc, under the class's lock ---- */
+/* ---- between a thread's stacks and jemalloc ---- */
 
-/* Up to n blocks of class c from jemalloc into to[]: how many. */
+/* Up to n blocks of class c from jemalloc into to[], through the
+ * thread's explicit cache (no lock of the cache's): how many. */
 static uint32_t fill(unsigned c, void **to, uint32_t n)
 {
-	struct central *k = &central[c];
 	uint32_t i = 0;
 	for (; i < n; i++) {
-		void *p = hz_je_mallocx(class_size[c], k->flags);
+		void *p = hz_je_mallocx(class_size[c], tc.flags);
 		uintptr_t off = (uintptr_t)p - HZ_CACHE_BASE;
 		if (!p || off >= HZ_CACHE_SPAN) {
 			if (p) /* not the region's (jemalloc's own fallback): back */
-				hz_je_dallocx(p, k->flags);
+				hz_je_dallocx(p, tc.flags);
 			break;
 		}
 		/* Its page's class, before any thread can free it: a page
@@ -264,24 +252,26 @@ static uint32_t fill(unsigned c, void **to, uint32_t n)
 	return i;
 }
 
-static void flush(unsigned c, void *const *from, uint32_t n)
+/* n blocks back to jemalloc, with mallocx flags (the thread's explicit
+ * cache, or none). */
+static void flush(void *const *from, uint32_t n, int flags)
 {
 	for (uint32_t i = 0; i < n; i++)
-		hz_je_dallocx(from[i], central[c].flags);
+		hz_je_dallocx(from[i], flags);
 	__atomic_fetch_add(&flushed, n, __ATOMIC_RELAXED);
 }
 
-/* n blocks into the transfer cache where it has room for them, else
- * back to jemalloc. Under the lock. */
-static void put(unsigned c, void *const *from, uint32_t n)
+/* n blocks into the transfer cache where it has room for them: 1, else
+ * 0 (the caller gives them back to jemalloc, out of the lock). Under the
+ * lock. */
+static int put(unsigned c, void *const *from, uint32_t n)
 {
 	struct central *k = &central[c];
-	if (k->state > 0 && k->n + n <= class_lists[c] * class_max[c]) {
-		memcpy(k->held + k->n, from, n * sizeof(void *));
-		k->n += n;
-	} else {
-		flush(c, from, n);
-	}
+	if (k->state <= 0 || k->n + n > class_batches[c] * class_max[c])
+		return 0;
+	memcpy(k->held + k->n, from, n * sizeof(void *));
+	k->n += n;
+	return 1;
 }
 
 /* ---- a thread's start and exit ---- */
@@ -295,11 +285,18 @@ static void thread_start(void)
 	/* Gone while it is set: glibc's pthread_setspecific allocates for a
 	 * key past its first 32, and that call must not come back here. */
 	tc.state = 2;
-	if (pthread_setspecific(exit_key, &tc))
+	int arena = arena_start();
+	size_t sz = sizeof tc.tcache;
+	if (arena < 0 || hz_je_mallctl("tcache.create", &tc.tcache, &sz, NULL, 0))
 		return;
+	tc.flags = arena | JE_TCACHE(tc.tcache);
 	void **slot = tc.stacks = hz_je_malloc(stack_slots * sizeof(void *));
-	if (!slot)
+	if (!slot || pthread_setspecific(exit_key, &tc)) {
+		hz_je_free(slot);
+		tc.stacks = NULL;
+		hz_je_mallctl("tcache.destroy", NULL, NULL, &tc.tcache, sizeof tc.tcache);
 		return;
+	}
 	for (unsigned c = 0; c < classes; c++) {
 		struct bin *b = &tc.bin[c];
 		b->top = b->low = slot;
@@ -320,10 +317,10 @@ static void give_back(void)
 			continue;
 		b->top = b->low;
 		hz_small_cache_lock(c);
-		for (; n >= m; n -= m)
-			put(c, b->low + n - m, m);
-		flush(c, b->low, n);
+		for (; n >= m && put(c, b->low + n - m, m); n -= m)
+			;
 		hz_small_cache_unlock(c);
+		flush(b->low, n, tc.flags);
 	}
 }
 
@@ -340,6 +337,7 @@ static void thread_exit(void *arg)
 		tc.bin[c] = (struct bin){NULL, NULL, NULL};
 	hz_je_free(tc.stacks);
 	tc.stacks = NULL;
+	hz_je_mallctl("tcache.destroy", NULL, NULL, &tc.tcache, sizeof tc.tcache);
 	hz_small_cache_unlink(&tc.calls);
 }
 
@@ -365,10 +363,11 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
 		k->n -= m;
 		memcpy(b->low, k->held + k->n, m * sizeof(void *));
 		n = m;
-	} else if (k->state > 0) {
-		n = fill(c, b->low, m);
 	}
+	int ready = k->state > 0;
 	hz_small_cache_unlock(c);
+	if (!n && ready)
+		n = fill(c, b->low, m);
 	if (!n)
 		return hz_je_malloc(size);
 	b->top = b->low + n - 1;
@@ -395,8 +394,10 @@ static HZ_NOINLINE void overflow(void *p, unsigned c)
 	}
 	uint32_t m = class_max[c];
 	hz_small_cache_lock(c);
-	put(c, b->low, m);
+	int kept = put(c, b->low, m);
 	hz_small_cache_unlock(c);
+	if (!kept)
+		flush(b->low, m, tc.flags);
 	memmove(b->low, b->low + m, m * sizeof(void *));
 	b->low[m] = p;
 	b->top = b->low + m + 1;
@@ -476,7 +477,12 @@ static void cache_sdallocx(void *p, size_t size, int flags)
 
 int hz_small_cache_install(struct hz_small_engine *e)
 {
-	if (!e->jemalloc)
+	/* Not over jemalloc's heap profiling (MALLOC_CONF=prof:true): it
+	 * would sample the batches the cache takes, not the program's
+	 * calls. */
+	_Bool prof = 0;
+	size_t sz = sizeof prof;
+	if (!e->jemalloc || (!hz_je_mallctl("opt.prof", &prof, &sz, NULL, 0) && prof))
 		return -1;
 	/* jemalloc's classes up to HZ_CACHE_MAX, from its own rounding. */
 	size_t last = 0;
@@ -494,7 +500,7 @@ int hz_small_cache_install(struct hz_small_engine *e)
 		uint32_t m = LIST_BYTES / class_size[c];
 		class_max[c] = m < LIST_MIN ? LIST_MIN : m > LIST_MAX ? LIST_MAX : m;
 		uint32_t l = TRANSFER_BYTES / (class_max[c] * class_size[c]);
-		class_lists[c] = l < TRANSFER_LISTS ? l : TRANSFER_LISTS;
+		class_batches[c] = l < TRANSFER_BATCHES ? l : TRANSFER_BATCHES;
 		stack_slots += 2 * class_max[c];
 	}
 	if (pthread_key_create(&exit_key, thread_exit))
@@ -514,15 +520,17 @@ void hz_small_cache_trim(void)
 		return;
 	if (tc.state == 1)
 		give_back();
+	/* Straight to the arena: the blocks leave every cache. */
+	int flags = arena_flags | JE_TCACHE_NONE;
 	for (unsigned c = 0; c < classes; c++) {
 		struct central *k = &central[c];
 		hz_small_cache_lock(c);
-		flush(c, k->held, k->n);
+		flush(k->held, k->n, flags);
 		k->n = 0;
-		if (k->state > 0)
-			hz_je_mallctl("tcache.flush", NULL, NULL, &k->cache, sizeof k->cache);
 		hz_small_cache_unlock(c);
 	}
+	if (tc.state == 1)
+		hz_je_mallctl("tcache.flush", NULL, NULL, &tc.tcache, sizeof tc.tcache);
 }
 
 void hz_small_cache_counters(hz_counter_fn fn, void *arg)

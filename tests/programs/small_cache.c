@@ -7,16 +7,16 @@
  *                              20000 calls, lies in the cache's region,
  *                              else "not cached"
  *   small_cache remote         2 producers, 2 consumers: batches of
- *                              blocks of 1 B-1 KiB, each tagged through
+ *                              blocks of 1 B-14 KiB, each tagged through
  *                              its usable size, checked and freed by
  *                              another thread; calloc's whole usable
  *                              size read zero
  *   small_cache exits          2000 threads, each taking 300 blocks and
  *                              handing 100 to the next: the exited
- *                              threads' lists come back (the resident
+ *                              threads' blocks come back (the resident
  *                              set does not grow with the threads)
  *   small_cache counts         malloc.small.calls counts the cache's
- *   small_cache trim           malloc_trim gives the lists back
+ *   small_cache trim           malloc_trim gives the cached blocks back
  *   small_cache fork           forks while threads allocate; the child
  *                              allocates, frees and counts
  *   small_cache blocked        the region taken by another mapping before
@@ -59,6 +59,13 @@ static int cached(const void *p)
 static unsigned char tag(const void *p, size_t i)
 {
 	return (unsigned char)(((uintptr_t)p >> 4) + i);
+}
+
+/* A size the cache serves: up to 1 KiB, one in eight up to 14 KiB. */
+static size_t any_size(unsigned *seed)
+{
+	unsigned r = (unsigned)rand_r(seed);
+	return 1 + (r & 7 ? r % 1024 : r % 14336);
 }
 
 static unsigned char *get(size_t n)
@@ -131,7 +138,7 @@ static void *producer(void *arg)
 		if (!b)
 			FAIL("malloc failed");
 		for (int i = 0; i < BATCH; i++) {
-			size_t n = 1 + rand_r(&seed) % 1024;
+			size_t n = any_size(&seed);
 			if (i % 7 == 0) {
 				unsigned char *z = calloc(1, n);
 				if (!z)
@@ -194,7 +201,7 @@ static void *brief(void *arg)
 	unsigned char *mine[300];
 	warm();
 	for (int i = 0; i < 300; i++)
-		mine[i] = get(1 + rand_r(&seed) % 1024);
+		mine[i] = get(any_size(&seed));
 	for (int i = 0; i < 100; i++) { /* the previous thread's, freed here */
 		if (handed[i])
 			check_put(handed[i]);
@@ -221,7 +228,7 @@ static void exits(void)
 	long early = rss_kib();
 	run_brief(200, 2000);
 	long late = rss_kib();
-	/* Each thread takes up to 300 KiB; kept, 1800 more threads' lists
+	/* Each thread takes up to 300 KiB; kept, 1800 more threads' blocks
 	 * would be about 500 MiB. */
 	if (late - early > 32 * 1024)
 		FAIL("resident set grew by %ld KiB over 1800 threads", late - early);
@@ -268,7 +275,7 @@ static void trim(void)
 	malloc_trim(0);
 	uint64_t now = stat("malloc.small.allocated_bytes");
 	if (stat_fn && stat("malloc.small.cache_flushed") == flushed)
-		FAIL("malloc_trim gave back no list");
+		FAIL("malloc_trim gave back no block");
 	/* The transfer cache alone holds 512 KiB of them. */
 	if (stat_fn && now + (256u << 10) > held)
 		FAIL("malloc_trim: %llu bytes allocated before, %llu after", (unsigned long long)held,
@@ -293,7 +300,7 @@ static void *churn(void *arg)
 		int k = rand_r(&seed) % 64;
 		if (keep[k])
 			check_put(keep[k]);
-		keep[k] = get(1 + rand_r(&seed) % 1024);
+		keep[k] = get(any_size(&seed));
 	}
 	for (int k = 0; k < 64; k++)
 		if (keep[k])
@@ -316,7 +323,7 @@ static void forks(void)
 			uint64_t before = stat("malloc.small.calls");
 			static unsigned char *p[5000];
 			for (int i = 0; i < 5000; i++)
-				p[i] = get(1 + (size_t)i % 1024);
+				p[i] = get(1 + (size_t)i * 7 % 14336);
 			for (int i = 0; i < 5000; i++)
 				check_put(p[i]);
 			if (stat_fn && stat("malloc.small.calls") < before + 5000)

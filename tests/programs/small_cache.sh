@@ -2,7 +2,8 @@
 # The small blocks' thread cache (allocator/small_cache.c): small_cache.c's
 # cases preloaded, and each under glibc too, so a failure is the library's.
 # The cache is there by default and not with HUGEZERO_SMALL_CACHE=0 (so the
-# first check can fail), nor under HUGEZERO_SMALL=next; hardened mode runs
+# first check can fail), nor under HUGEZERO_SMALL=next, the off mode or
+# jemalloc's heap profiling (MALLOC_CONF=prof:true); hardened mode runs
 # over it; abi.c's edges of the malloc family hold with it.
 # Usage: small_cache.sh LIB SMALL_CACHE_BINARY ABI_BINARY
 set -u
@@ -20,6 +21,7 @@ where "not cached" HUGEZERO_SMALL_CACHE=0
 where "not cached" HUGEZERO_SMALL=next
 where cached HUGEZERO_HARDENED=1
 where "not cached" HUGEZERO_MODE=off
+where "not cached" MALLOC_CONF=prof:true
 
 for c in remote exits counts trim fork blocked; do
 	if out=$(timeout 300 "$prog" $c 2>&1); then g=ok; else g="failed: $(echo "$out" | tail -2)"; fi
