@@ -1525,6 +1525,10 @@ void hz_small_cache_trim(void);
 /* A class's lock (small_fork.c): the fork handlers take them all first. */
 void hz_small_cache_lock(unsigned c);
 void hz_small_cache_unlock(unsigned c);
+/* The lock around the class table's growth (small_fork.c), taken inside
+ * jemalloc's hooks: the fork handlers take it after jemalloc's locks. */
+void hz_small_cache_table_lock(void);
+void hz_small_cache_table_unlock(void);
 /* A thread cache's count of the blocks malloc took from it, per class;
  * linked while its thread caches (small_fork.c keeps the list, which a
  * forked child restarts with its own thread's alone). Unlinked, its

@@ -111,7 +111,7 @@ static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
 /* ---- the arena: its extents from the region ---- */
 
 static struct je_extent_hooks hooks;
-static int arena_state; /* 0 none, 1 being made, 2 ready, -1 refused */
+static int arena_state; /* 0 none, 2 ready, -1 refused */
 static int arena_flags;
 /* The region's first address not handed to jemalloc, and the end of the
  * class table's pages mapped (they cover the region up to it). */
@@ -119,22 +119,21 @@ static uintptr_t next = HZ_CACHE_BASE, table_end = HZ_CACHE_TABLE;
 
 /* The class table's pages for the region up to end, mapped: 0 or -1.
  * One hook call at a time maps them (jemalloc may grow the arena and
- * its metadata at once); the lock is only ever held inside a jemalloc
- * call that holds one of jemalloc's locks, which its fork handlers take,
- * so no fork finds it held. */
+ * its metadata at once, and calls the hook outside its own locks where a
+ * growth from its retained memory failed); small_fork.c's fork handlers
+ * take the lock after jemalloc's. */
 static int table_cover(uintptr_t end)
 {
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	uintptr_t want = HZ_CACHE_TABLE + ((end - HZ_CACHE_BASE) >> HZ_CACHE_PAGE_SHIFT);
 	want = (want + hz_page_size - 1) & ~(uintptr_t)(hz_page_size - 1);
 	int e = 0;
-	pthread_mutex_lock(&lock);
+	hz_small_cache_table_lock();
 	if (want > table_end) {
 		e = hz_os_map_at((void *)table_end, want - table_end, 0) ? -1 : 0;
 		if (!e)
 			table_end = want;
 	}
-	pthread_mutex_unlock(&lock);
+	hz_small_cache_table_unlock();
 	return e;
 }
 
@@ -199,24 +198,29 @@ static _Bool extent_merge(struct je_extent_hooks *h, void *a, size_t sa, void *b
 }
 
 /* The classes' arena, made once: its mallocx flag, or -1 where refused.
- * A thread that finds it being made waits for it (tens of
- * microseconds). */
+ * Made under class 0's lock, which a fork's prepare takes first: no
+ * child starts with the arena half made (a thread that finds it being
+ * made waits on the lock, tens of microseconds). */
 static int arena_start(void)
 {
-	int expect = 0;
-	if (__atomic_compare_exchange_n(&arena_state, &expect, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-		hooks = (struct je_extent_hooks){extent_alloc, extent_dalloc, NULL,	     NULL, NULL,
-						 extent_purge_lazy, extent_purge_forced, extent_split, extent_merge};
-		struct je_extent_hooks *h = &hooks;
-		unsigned arena;
-		size_t sz = sizeof arena;
-		int ok = !hz_je_mallctl("arenas.create", &arena, &sz, &h, sizeof h);
-		arena_flags = ok ? JE_ARENA(arena) : 0;
-		__atomic_store_n(&arena_state, ok ? 2 : -1, __ATOMIC_RELEASE);
+	int state = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE);
+	if (!state) {
+		hz_small_cache_lock(0);
+		if (!(state = arena_state)) {
+			hooks = (struct je_extent_hooks){extent_alloc,	    extent_dalloc,	 NULL, NULL, NULL,
+							 extent_purge_lazy, extent_purge_forced, extent_split,
+							 extent_merge};
+			struct je_extent_hooks *h = &hooks;
+			unsigned arena;
+			size_t sz = sizeof arena;
+			int ok = !hz_je_mallctl("arenas.create", &arena, &sz, &h, sizeof h);
+			arena_flags = ok ? JE_ARENA(arena) : 0;
+			state = ok ? 2 : -1;
+			__atomic_store_n(&arena_state, state, __ATOMIC_RELEASE);
+		}
+		hz_small_cache_unlock(0);
 	}
-	while ((expect = __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE)) == 1)
-		hz_os_yield();
-	return expect == 2 ? arena_flags : -1;
+	return state == 2 ? arena_flags : -1;
 }
 
 /* The class's transfer cache, at its first refill, under its lock: 1,
@@ -529,8 +533,9 @@ void hz_small_cache_trim(void)
 		k->n = 0;
 		hz_small_cache_unlock(c);
 	}
-	if (tc.state == 1)
-		hz_je_mallctl("tcache.flush", NULL, NULL, &tc.tcache, sizeof tc.tcache);
+	/* The thread's explicit cache keeps its blocks: jemalloc's
+	 * tcache.flush of an explicit cache destroys it, and its next use
+	 * re-creates it, or aborts where that allocation fails. */
 }
 
 void hz_small_cache_counters(hz_counter_fn fn, void *arg)

@@ -37,6 +37,21 @@ void hz_small_cache_unlock(unsigned c)
 	pthread_mutex_unlock(&cache_locks[c]);
 }
 
+/* The thread cache's table lock (small_cache.c): held around the mmap
+ * of the class table's pages, inside jemalloc's extent hooks, so taken
+ * after jemalloc's own locks. */
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void hz_small_cache_table_lock(void)
+{
+	pthread_mutex_lock(&table_lock);
+}
+
+void hz_small_cache_table_unlock(void)
+{
+	pthread_mutex_unlock(&table_lock);
+}
+
 static void cache_unlock_all(void)
 {
 	for (unsigned c = HZ_CACHE_CLASSES; c-- > 0;)
@@ -117,10 +132,12 @@ void hz_small_fork_prepare(void)
 	je_locked = p != NULL;
 	if (p)
 		p();
+	pthread_mutex_lock(&table_lock);
 }
 
 void hz_small_fork_parent(void)
 {
+	pthread_mutex_unlock(&table_lock);
 	if (je_locked)
 		je_parent();
 	hz_small_tables_unlock();
@@ -130,6 +147,7 @@ void hz_small_fork_parent(void)
 
 void hz_small_fork_child(void)
 {
+	pthread_mutex_unlock(&table_lock);
 	if (je_locked)
 		je_child();
 	hz_small_tables_unlock();
