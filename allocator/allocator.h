@@ -1529,10 +1529,11 @@ void hz_small_cache_unlock(unsigned c);
  * jemalloc's hooks: the fork handlers take it after jemalloc's locks. */
 void hz_small_cache_table_lock(void);
 void hz_small_cache_table_unlock(void);
-/* A thread cache's count of the blocks malloc took from it, per class;
- * linked while its thread caches (small_fork.c keeps the list, which a
- * forked child restarts with its own thread's alone). Unlinked, its
- * counts are folded into the gone threads'. */
+/* A thread cache's count of the blocks malloc took from it, per class,
+ * on the heap; linked while its thread caches (small_fork.c keeps the
+ * list, which a forked child restarts with its own thread's alone, the
+ * others' counts folded). Unlinked, its counts are folded into the gone
+ * threads'. */
 struct hz_cache_calls {
 	uint64_t calls[HZ_CACHE_CLASSES];
 	struct hz_cache_calls *prev, *next;
@@ -1638,6 +1639,9 @@ void hz_small_totals(struct hz_small_totals *t);
 void hz_small_counters(hz_counter_fn fn, void *arg);
 /* The thread cache's: blocks it took from jemalloc and gave back. */
 void hz_small_cache_counters(hz_counter_fn fn, void *arg);
+/* The thread caches' jemalloc arena, or -1 before it is made or where
+ * it was refused. */
+int hz_small_cache_arena(void);
 /* Gives jemalloc's free pages (dirty and lazily freed) in every arena
  * back at once, counted (malloc.small.purged_bytes); with
  * HUGEZERO_SMALL=next, the next allocator's malloc_trim. */

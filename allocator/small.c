@@ -177,6 +177,25 @@ void hz_small_totals(struct hz_small_totals *t)
 	t->mapped = get_size("stats.mapped");
 }
 
+/* The requests of jemalloc's arenas but the thread cache's: that one's
+ * are the cache's fills, a block each, counted again as the program
+ * takes them from the cache (both of jemalloc's figures lag alike). */
+static uint64_t requests_but_cache(uint64_t all)
+{
+	int a = hz_small_cache_arena();
+	if (a < 0)
+		return all;
+	size_t mib[5], len = 5;
+	uint64_t v = 0;
+	size_t sz = sizeof v;
+	if (hz_je_mallctlnametomib("stats.arenas.0.small.nrequests", mib, &len))
+		return all;
+	mib[2] = (size_t)a;
+	if (hz_je_mallctlbymib(mib, len, &v, &sz, NULL, 0) || v > all)
+		return all;
+	return all - v;
+}
+
 void hz_small_counters(hz_counter_fn fn, void *arg)
 {
 	static const char *const names[][2] = {
@@ -197,12 +216,10 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 		size_t sz = sizeof v;
 		if (ready)
 			hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
-		/* And the thread cache's (small_cache.c); its own calls to
-		 * jemalloc, a block each when it fills a list, count too:
-		 * jemalloc counts them when it can (its caches' figures
-		 * lag). */
-		if (i == 0)
-			v += hz_small_cache_calls();
+		/* And the thread cache's (small_cache.c), each block once,
+		 * as the program takes it. */
+		if (i == 0 && ready)
+			v = requests_but_cache(v) + hz_small_cache_calls();
 		fn(arg, names[i][0], v, 0);
 	}
 	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);

@@ -96,7 +96,11 @@ struct cache {
 	void **stacks; /* the bins' slots, jemalloc's block */
 	int flags;     /* mallocx flags: the arena and the thread's explicit cache */
 	unsigned tcache; /* that cache's identifier */
-	struct hz_cache_calls calls; /* blocks malloc took from the stacks, per class */
+	/* Blocks malloc took from the stacks, per class: on the heap, in
+	 * the stacks' block, so the counts list never points into a gone
+	 * thread's TLS (a thread whose exit key's destructor is not run
+	 * keeps its record linked, and its counts counted). */
+	struct hz_cache_calls *calls;
 };
 
 static HZ_TLS struct cache tc;
@@ -113,6 +117,7 @@ static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
 static struct je_extent_hooks hooks;
 static int arena_state; /* 0 none, 2 ready, -1 refused */
 static int arena_flags;
+static unsigned arena_index;
 /* The region's first address not handed to jemalloc, and the end of the
  * class table's pages mapped (they cover the region up to it). */
 static uintptr_t next = HZ_CACHE_BASE, table_end = HZ_CACHE_TABLE;
@@ -215,6 +220,7 @@ static int arena_start(void)
 			size_t sz = sizeof arena;
 			int ok = !hz_je_mallctl("arenas.create", &arena, &sz, &h, sizeof h);
 			arena_flags = ok ? JE_ARENA(arena) : 0;
+			arena_index = arena;
 			state = ok ? 2 : -1;
 			__atomic_store_n(&arena_state, state, __ATOMIC_RELEASE);
 		}
@@ -282,31 +288,43 @@ static int put(unsigned c, void *const *from, uint32_t n)
 
 static void thread_exit(void *arg);
 
-/* Lists for this thread where its exit can give them back; else its
- * blocks are jemalloc's (state 2). */
-static void thread_start(void)
+/* A thread's first slow path: its exit key set, so that its destructor
+ * runs in glibc's first round of them, before any other library's
+ * destructor can make the thread's cache start (one that starts in the
+ * last round would never be given back). Where the key cannot be set,
+ * the thread's blocks are jemalloc's (state 2). */
+static void thread_new(void)
 {
 	/* Gone while it is set: glibc's pthread_setspecific allocates for a
 	 * key past its first 32, and that call must not come back here. */
+	tc.state = 2;
+	if (!pthread_setspecific(exit_key, &tc))
+		tc.state = 0;
+}
+
+/* Stacks for this thread; else (no arena, no memory) its blocks are
+ * jemalloc's (state 2). */
+static void thread_start(void)
+{
 	tc.state = 2;
 	int arena = arena_start();
 	size_t sz = sizeof tc.tcache;
 	if (arena < 0 || hz_je_mallctl("tcache.create", &tc.tcache, &sz, NULL, 0))
 		return;
 	tc.flags = arena | JE_TCACHE(tc.tcache);
-	void **slot = tc.stacks = hz_je_malloc(stack_slots * sizeof(void *));
-	if (!slot || pthread_setspecific(exit_key, &tc)) {
-		hz_je_free(slot);
-		tc.stacks = NULL;
+	struct hz_cache_calls *calls = hz_je_calloc(1, sizeof *calls + stack_slots * sizeof(void *));
+	if (!calls) {
 		hz_je_mallctl("tcache.destroy", NULL, NULL, &tc.tcache, sizeof tc.tcache);
 		return;
 	}
+	void **slot = tc.stacks = (void **)(calls + 1);
+	tc.calls = calls;
 	for (unsigned c = 0; c < classes; c++) {
 		struct bin *b = &tc.bin[c];
 		b->top = b->low = slot;
 		b->high = slot += 2 * class_max[c];
 	}
-	hz_small_cache_link(&tc.calls);
+	hz_small_cache_link(calls);
 	tc.state = 1;
 }
 
@@ -339,10 +357,11 @@ static void thread_exit(void *arg)
 	give_back();
 	for (unsigned c = 0; c < classes; c++)
 		tc.bin[c] = (struct bin){NULL, NULL, NULL};
-	hz_je_free(tc.stacks);
 	tc.stacks = NULL;
 	hz_je_mallctl("tcache.destroy", NULL, NULL, &tc.tcache, sizeof tc.tcache);
-	hz_small_cache_unlink(&tc.calls);
+	hz_small_cache_unlink(tc.calls);
+	hz_je_free(tc.calls);
+	tc.calls = NULL;
 }
 
 /* ---- the slow paths ---- */
@@ -352,6 +371,8 @@ static void thread_exit(void *arg)
 static HZ_NOINLINE void *refill(size_t size, unsigned c)
 {
 	if (hz_unlikely(tc.state != 1)) {
+		if (tc.state == 0 && !tc.warm)
+			thread_new();
 		if (tc.state == 0 && ++tc.warm >= WARM)
 			thread_start();
 		if (tc.state != 1)
@@ -375,7 +396,7 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
 	if (!n)
 		return hz_je_malloc(size);
 	b->top = b->low + n - 1;
-	tc.calls.calls[c]++;
+	tc.calls->calls[c]++;
 	return *b->top;
 }
 
@@ -384,6 +405,8 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
 static HZ_NOINLINE void overflow(void *p, unsigned c)
 {
 	if (hz_unlikely(tc.state != 1)) {
+		if (tc.state == 0 && !tc.warm)
+			thread_new();
 		if (tc.state == 0 && ++tc.warm >= WARM)
 			thread_start();
 		if (tc.state != 1) {
@@ -422,7 +445,7 @@ static void *cache_malloc(size_t size)
 		void **t = b->top;
 		if (hz_likely(t != b->low)) {
 			b->top = --t;
-			tc.calls.calls[c]++;
+			tc.calls->calls[c]++;
 			return *t;
 		}
 		return refill(size, c);
@@ -479,14 +502,33 @@ static void cache_sdallocx(void *p, size_t size, int flags)
 		cache_free(p);
 }
 
+/* Whether the program's MALLOC_CONF asks jemalloc for what a cache in
+ * front of it would undo: heap profiling (prof:true; it would sample
+ * the batches the cache takes, not the program's calls), blocks zeroed
+ * or junk-filled at each malloc or free (zero:true, junk:...; a block
+ * the cache hands back again is neither), or no thread caches at all
+ * (tcache:false). An option jemalloc was built without reads as off. */
+static int conf_refuses(void)
+{
+	static const char *const flags[] = {"opt.prof", "opt.zero"};
+	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
+		_Bool on = 0;
+		size_t sz = sizeof on;
+		if (!hz_je_mallctl(flags[i], &on, &sz, NULL, 0) && on)
+			return 1;
+	}
+	_Bool tcache = 1;
+	size_t sz = sizeof tcache;
+	if (!hz_je_mallctl("opt.tcache", &tcache, &sz, NULL, 0) && !tcache)
+		return 1;
+	const char *junk = NULL;
+	sz = sizeof junk;
+	return !hz_je_mallctl("opt.junk", &junk, &sz, NULL, 0) && junk && strcmp(junk, "false");
+}
+
 int hz_small_cache_install(struct hz_small_engine *e)
 {
-	/* Not over jemalloc's heap profiling (MALLOC_CONF=prof:true): it
-	 * would sample the batches the cache takes, not the program's
-	 * calls. */
-	_Bool prof = 0;
-	size_t sz = sizeof prof;
-	if (!e->jemalloc || (!hz_je_mallctl("opt.prof", &prof, &sz, NULL, 0) && prof))
+	if (!e->jemalloc || conf_refuses())
 		return -1;
 	/* jemalloc's classes up to HZ_CACHE_MAX, from its own rounding. */
 	size_t last = 0;
@@ -536,6 +578,11 @@ void hz_small_cache_trim(void)
 	/* The thread's explicit cache keeps its blocks: jemalloc's
 	 * tcache.flush of an explicit cache destroys it, and its next use
 	 * re-creates it, or aborts where that allocation fails. */
+}
+
+int hz_small_cache_arena(void)
+{
+	return __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) == 2 ? (int)arena_index : -1;
 }
 
 void hz_small_cache_counters(hz_counter_fn fn, void *arg)

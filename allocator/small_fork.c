@@ -151,9 +151,12 @@ void hz_small_fork_child(void)
 	if (je_locked)
 		je_child();
 	hz_small_tables_unlock();
-	/* The other threads' caches are gone with them (their memory may
-	 * be a new thread's); their counts are the parent's. */
-	gone = 0;
+	/* The other threads' caches are gone with them; their counts (the
+	 * heap's copy) are folded in, so the child's go on from the
+	 * parent's as jemalloc's figures do. */
+	for (const struct hz_cache_calls *k = live; k; k = k->next)
+		if (k != mine)
+			gone += sum(k);
 	live = mine;
 	if (mine)
 		mine->prev = mine->next = NULL;

@@ -3,8 +3,10 @@
 # cases preloaded, and each under glibc too, so a failure is the library's.
 # The cache is there by default and not with HUGEZERO_SMALL_CACHE=0 (so the
 # first check can fail), nor under HUGEZERO_SMALL=next, the off mode or
-# jemalloc's heap profiling (MALLOC_CONF=prof:true); hardened mode runs
-# over it; abi.c's edges of the malloc family hold with it.
+# jemalloc's heap profiling, zeroing, junk filling or its thread caches
+# turned off (MALLOC_CONF prof:true, zero:true, junk:..., tcache:false);
+# hardened mode runs over it; abi.c's edges of the malloc family hold
+# with it.
 # Usage: small_cache.sh LIB SMALL_CACHE_BINARY ABI_BINARY
 set -u
 lib=$1 prog=$2 abi=$3
@@ -22,8 +24,13 @@ where "not cached" HUGEZERO_SMALL=next
 where cached HUGEZERO_HARDENED=1
 where "not cached" HUGEZERO_MODE=off
 where "not cached" MALLOC_CONF=prof:true
+where "not cached" MALLOC_CONF=zero:true
+where "not cached" MALLOC_CONF=junk:true
+where "not cached" MALLOC_CONF=junk:free
+where "not cached" MALLOC_CONF=tcache:false
+where cached MALLOC_CONF=junk:false,tcache:true
 
-for c in remote exits counts trim fork blocked; do
+for c in remote exits counts trim fork blocked lastround; do
 	if out=$(timeout 300 "$prog" $c 2>&1); then g=ok; else g="failed: $(echo "$out" | tail -2)"; fi
 	if out=$(LD_PRELOAD=$lib timeout 300 "$prog" $c 2>&1); then
 		ok "$c: $(echo "$out" | grep -v '^ok$' | tr '\n' ' ')(glibc: $g)"
