@@ -1512,8 +1512,8 @@ void hz_small_tables_unlock(void);
  * in the small engine's table over the embedded jemalloc, at the
  * allocator's start (before hardened mode's): 0, or -1 where it is not
  * (another engine, or jemalloc's classes not as assumed). */
-#define HZ_CACHE_MAX 14336 /* jemalloc's largest small class with 4 KiB pages */
-#define HZ_CACHE_CLASSES 40
+#define HZ_CACHE_MAX 65536 /* jemalloc's small classes (to 14 KiB) and its large ones to 64 KiB */
+#define HZ_CACHE_CLASSES 48 /* and the last, no class's: see small_cache.c */
 #define HZ_CACHE_BASE ((uintptr_t)1 << 45)               /* 32 TiB */
 #define HZ_CACHE_SPAN ((uintptr_t)1 << 40)               /* 1 TiB */
 #define HZ_CACHE_TABLE (HZ_CACHE_BASE + HZ_CACHE_SPAN)  /* a byte per page of it */

@@ -1,12 +1,14 @@
 /* The small blocks' thread cache (small_cache.c): a front end over the
- * embedded jemalloc for its size classes up to HZ_CACHE_MAX, installed
+ * embedded jemalloc for its size classes up to HZ_CACHE_MAX (its small
+ * classes and its large ones up to 64 KiB), installed
  * in the small engine's table (the seam stays as it is).
  *
  * The blocks come from an arena of jemalloc's of the cache's own, whose
  * extents lie in a region of the address space of its own (its extent
  * hooks below), beside a table of a byte per 4 KiB page of it: the class
  * of the blocks on that page, written as the blocks are taken from
- * jemalloc (jemalloc's slabs never share a page). A free then finds a
+ * jemalloc (jemalloc's slabs and large blocks never share a page; a
+ * large block realloc resizes in place is classed again). A free then finds a
  * block's class with a compare and a load, where jemalloc's free looks
  * it up in its radix tree. Per thread and class, a stack of pointers to
  * free blocks, two batches deep, which malloc pops and free pushes
@@ -45,7 +47,10 @@
 /* A batch, what moves between a thread and the transfer cache or
  * jemalloc at once, holds at most this many bytes of blocks (4 to 128
  * blocks); a thread's stack of a class holds two: less than jemalloc's
- * own thread cache's bound for these classes (20 blocks of 14 KiB). */
+ * own thread cache's bound for its small classes (20 blocks of 14 KiB);
+ * for its large classes, 16 to 64 KiB, 8 blocks where jemalloc's holds 4
+ * (small.c's tcache_nslots_large), which its extent code fills and
+ * flushes one block at a time. */
 #define LIST_BYTES 8192
 #define LIST_MIN 4
 #define LIST_MAX 128
@@ -102,6 +107,11 @@ struct cache {
 	 * keeps its record linked, and its counts counted). */
 	struct hz_cache_calls *calls;
 };
+
+/* The table's mark of a block of the region that no stack may take: a
+ * large block realloc resized in place to a size of no class. Its bin
+ * stays empty and full (both NULL), so free takes its slow path. */
+#define NO_CLASS (HZ_CACHE_CLASSES - 1)
 
 static HZ_TLS struct cache tc;
 static struct central central[HZ_CACHE_CLASSES];
@@ -404,6 +414,10 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
  * are not set up): its older batch goes to the transfer cache. */
 static HZ_NOINLINE void overflow(void *p, unsigned c)
 {
+	if (c == NO_CLASS) {
+		hz_je_free(p);
+		return;
+	}
 	if (hz_unlikely(tc.state != 1)) {
 		if (tc.state == 0 && !tc.warm)
 			thread_new();
@@ -481,6 +495,46 @@ static void *cache_calloc(size_t n, size_t size)
 	return p ? hz_fill_counted(p, 0, class_size[size_class(total)]) : NULL;
 }
 
+/* After jemalloc's realloc kept or put a block in the region: its
+ * page's class as its size now is. jemalloc resizes a block of its large
+ * classes (from 16 KiB) in place, whose page then recorded the old size:
+ * a block shrunk so, pushed on its old class's stack, would be handed
+ * out for a size it has not. Small blocks never change class in place. */
+static void reclass(void *q)
+{
+	uintptr_t off = (uintptr_t)q - HZ_CACHE_BASE;
+	if (off >= HZ_CACHE_SPAN)
+		return;
+	size_t u = hz_je_malloc_usable_size(q);
+	unsigned c = u <= HZ_CACHE_MAX && class_size[size_class(u)] == u ? size_class(u) : NO_CLASS;
+	uint8_t *at = &((uint8_t *)HZ_CACHE_TABLE)[off >> HZ_CACHE_PAGE_SHIFT];
+	if (*at != c)
+		*at = (uint8_t)c;
+}
+
+static void *cache_realloc(void *p, size_t size)
+{
+	void *q = hz_je_realloc(p, size);
+	if (q)
+		reclass(q);
+	return q;
+}
+
+static void *cache_rallocx(void *p, size_t size, int flags)
+{
+	void *q = hz_je_rallocx(p, size, flags);
+	if (q)
+		reclass(q);
+	return q;
+}
+
+static size_t cache_xallocx(void *p, size_t size, size_t extra, int flags)
+{
+	size_t u = hz_je_xallocx(p, size, extra, flags);
+	reclass(p);
+	return u;
+}
+
 static void *cache_mallocx(size_t size, int flags)
 {
 	return flags ? hz_je_mallocx(size, flags) : cache_malloc(size);
@@ -535,7 +589,7 @@ int hz_small_cache_install(struct hz_small_engine *e)
 	for (size_t i = 0; i <= HZ_CACHE_MAX >> 3; i++) {
 		size_t s = hz_je_nallocx(i ? i << 3 : 1, 0);
 		if (s != last) {
-			if (classes == HZ_CACHE_CLASSES || s > HZ_CACHE_MAX)
+			if (classes == NO_CLASS || s > HZ_CACHE_MAX)
 				return -1;
 			class_size[classes++] = (uint32_t)s;
 			last = s;
@@ -554,6 +608,9 @@ int hz_small_cache_install(struct hz_small_engine *e)
 	e->malloc = cache_malloc;
 	e->calloc = cache_calloc;
 	e->free = cache_free;
+	e->realloc = cache_realloc;
+	e->rallocx = cache_rallocx;
+	e->xallocx = cache_xallocx;
 	e->mallocx = cache_mallocx;
 	e->dallocx = cache_dallocx;
 	e->sdallocx = cache_sdallocx;

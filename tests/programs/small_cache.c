@@ -7,7 +7,7 @@
  *                              20000 calls, lies in the cache's region,
  *                              else "not cached"
  *   small_cache remote         2 producers, 2 consumers: batches of
- *                              blocks of 1 B-14 KiB, each tagged through
+ *                              blocks of 1 B-64 KiB, each tagged through
  *                              its usable size, checked and freed by
  *                              another thread; calloc's whole usable
  *                              size read zero
@@ -23,6 +23,10 @@
  *   small_cache blocked        the region taken by another mapping before
  *                              the cache starts: every size is served,
  *                              outside it
+ *   small_cache resize         blocks of 16-64 KiB realloc'ed in place
+ *                              (shrunk or grown) and freed: a later
+ *                              malloc of their old size gets a block of
+ *                              its size
  *   small_cache lastround      threads whose only calls are made in a
  *                              key destructor of glibc's last round,
  *                              and others after them on their stacks:
@@ -66,11 +70,11 @@ static unsigned char tag(const void *p, size_t i)
 	return (unsigned char)(((uintptr_t)p >> 4) + i);
 }
 
-/* A size the cache serves: up to 1 KiB, one in eight up to 14 KiB. */
+/* A size the cache serves: up to 1 KiB, one in eight up to 64 KiB. */
 static size_t any_size(unsigned *seed)
 {
 	unsigned r = (unsigned)rand_r(seed);
-	return 1 + (r & 7 ? r % 1024 : r % 14336);
+	return 1 + (r & 7 ? r % 1024 : r % 65536);
 }
 
 static unsigned char *get(size_t n)
@@ -273,6 +277,34 @@ static void counts(void)
 	printf("malloc.small.calls grew by %llu over %d calls\n", (unsigned long long)grew, 2 * N);
 }
 
+/* ---- resize ---- */
+
+/* Blocks of jemalloc's large classes that realloc shrinks or grows in
+ * place, then frees: a later malloc of the old size must not get one of
+ * them (malloc_usable_size and every byte of it checked by get()). */
+static void resize(void)
+{
+	static unsigned char *keep[64];
+	warm();
+	for (int r = 0; r < 4000; r++) {
+		size_t from = r & 1 ? 65536 : 40000, to = r & 2 ? 20000 : 90000;
+		unsigned char *p = get(from), *q;
+		size_t u = malloc_usable_size(p);
+		if (!(q = realloc(p, to)))
+			FAIL("realloc(%zu) failed", to);
+		for (size_t i = 0; i < (to < u ? to : u); i++)
+			if (q[i] != tag(p, i))
+				FAIL("realloc from %zu to %zu: byte %zu lost", from, to, i);
+		free(q);
+		int k = r % 64;
+		if (keep[k])
+			check_put(keep[k]);
+		keep[k] = get(from - r % 1000);
+	}
+	for (int k = 0; k < 64; k++)
+		check_put(keep[k]);
+}
+
 /* ---- lastround ---- */
 
 /* A thread whose first calls are in a key destructor of glibc's last
@@ -403,7 +435,7 @@ static void forks(void)
 			uint64_t before = stat("malloc.small.calls");
 			static unsigned char *p[5000];
 			for (int i = 0; i < 5000; i++)
-				p[i] = get(1 + (size_t)i * 7 % 14336);
+				p[i] = get(1 + (size_t)i * 7 % 65536);
 			for (int i = 0; i < 5000; i++)
 				check_put(p[i]);
 			if (stat_fn && stat("malloc.small.calls") < before + 5000)
@@ -467,6 +499,8 @@ int main(int argc, char **argv)
 		forks();
 	} else if (!strcmp(m, "blocked")) {
 		blocked();
+	} else if (!strcmp(m, "resize")) {
+		resize();
 	} else if (!strcmp(m, "lastround")) {
 		lastround();
 	} else {
