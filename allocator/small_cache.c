@@ -63,6 +63,10 @@
  * jemalloc: up to 512 KiB of blocks, and 64 batches. */
 #define TRANSFER_BYTES (512 << 10)
 #define TRANSFER_BATCHES 64
+/* And all of them together up to 4 MiB of blocks (45 classes of 512 KiB
+ * would hold 22 MiB, which a program's shifts between sizes left there:
+ * rptest's peak resident set was twice jemalloc's). */
+#define TRANSFER_TOTAL (4 << 20)
 
 /* jemalloc's extent hooks (its extent_hooks_t, an API of its own). */
 struct je_extent_hooks {
@@ -121,6 +125,7 @@ static unsigned classes;
 static size_t stack_slots; /* a thread's slots for every class: twice each's batch */
 static pthread_key_t exit_key;
 static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
+static size_t transfer_bytes;    /* blocks the transfer caches hold */
 
 /* ---- the arena: its extents from the region ---- */
 
@@ -287,8 +292,13 @@ static void flush(void *const *from, uint32_t n, int flags)
 static int put(unsigned c, void *const *from, uint32_t n)
 {
 	struct central *k = &central[c];
+	size_t bytes = (size_t)n * class_size[c];
 	if (k->state <= 0 || k->n + n > class_batches[c] * class_max[c])
 		return 0;
+	if (__atomic_add_fetch(&transfer_bytes, bytes, __ATOMIC_RELAXED) > TRANSFER_TOTAL) {
+		__atomic_fetch_sub(&transfer_bytes, bytes, __ATOMIC_RELAXED);
+		return 0;
+	}
 	memcpy(k->held + k->n, from, n * sizeof(void *));
 	k->n += n;
 	return 1;
@@ -396,6 +406,7 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
 		k->state = central_start(c);
 	if (k->n >= m) {
 		k->n -= m;
+		__atomic_fetch_sub(&transfer_bytes, (size_t)m * class_size[c], __ATOMIC_RELAXED);
 		memcpy(b->low, k->held + k->n, m * sizeof(void *));
 		n = m;
 	}
@@ -629,6 +640,7 @@ void hz_small_cache_trim(void)
 		struct central *k = &central[c];
 		hz_small_cache_lock(c);
 		flush(k->held, k->n, flags);
+		__atomic_fetch_sub(&transfer_bytes, (size_t)k->n * class_size[c], __ATOMIC_RELAXED);
 		k->n = 0;
 		hz_small_cache_unlock(c);
 	}
