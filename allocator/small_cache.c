@@ -122,6 +122,7 @@ static struct central central[HZ_CACHE_CLASSES];
 static uint8_t class_of[(HZ_CACHE_MAX >> 3) + 1]; /* by (size + 7) >> 3 */
 static uint32_t class_size[HZ_CACHE_CLASSES], class_max[HZ_CACHE_CLASSES], class_batches[HZ_CACHE_CLASSES];
 static unsigned classes;
+static unsigned small_classes; /* the first ones, jemalloc's slabs' (arenas.nbins) */
 static size_t stack_slots; /* a thread's slots for every class: twice each's batch */
 static pthread_key_t exit_key;
 static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
@@ -523,10 +524,19 @@ static void reclass(void *q)
 		*at = (uint8_t)c;
 }
 
+/* Whether realloc's q, from p, may need its page classed again: a block
+ * that moved, or one of a large class (resized in place). */
+static inline int moved_or_large(const void *p, const void *q)
+{
+	uintptr_t off = (uintptr_t)q - HZ_CACHE_BASE;
+	return off < HZ_CACHE_SPAN &&
+	       (p != q || ((const uint8_t *)HZ_CACHE_TABLE)[off >> HZ_CACHE_PAGE_SHIFT] >= small_classes);
+}
+
 static void *cache_realloc(void *p, size_t size)
 {
 	void *q = hz_je_realloc(p, size);
-	if (q)
+	if (q && moved_or_large(p, q))
 		reclass(q);
 	return q;
 }
@@ -534,7 +544,7 @@ static void *cache_realloc(void *p, size_t size)
 static void *cache_rallocx(void *p, size_t size, int flags)
 {
 	void *q = hz_je_rallocx(p, size, flags);
-	if (q)
+	if (q && moved_or_large(p, q))
 		reclass(q);
 	return q;
 }
@@ -542,7 +552,8 @@ static void *cache_rallocx(void *p, size_t size, int flags)
 static size_t cache_xallocx(void *p, size_t size, size_t extra, int flags)
 {
 	size_t u = hz_je_xallocx(p, size, extra, flags);
-	reclass(p);
+	if (moved_or_large(p, p))
+		reclass(p);
 	return u;
 }
 
@@ -607,6 +618,11 @@ int hz_small_cache_install(struct hz_small_engine *e)
 		}
 		class_of[i] = (uint8_t)(classes - 1);
 	}
+	/* jemalloc's small classes are its first nbins; where it does not
+	 * say, every class is treated as one realloc may resize in place. */
+	unsigned nbins = 0;
+	size_t nsz = sizeof nbins;
+	small_classes = hz_je_mallctl("arenas.nbins", &nbins, &nsz, NULL, 0) || nbins > classes ? 0 : nbins;
 	for (unsigned c = 0; c < classes; c++) {
 		uint32_t m = LIST_BYTES / class_size[c];
 		class_max[c] = m < LIST_MIN ? LIST_MIN : m > LIST_MAX ? LIST_MAX : m;
