@@ -349,6 +349,16 @@ static void thread_start(void)
 	tc.state = 1;
 }
 
+/* A slow path's call while the thread is new: its exit key at the
+ * first, its stacks at the WARMth. */
+static void thread_warm(void)
+{
+	if (tc.state == 0 && !tc.warm)
+		thread_new();
+	if (tc.state == 0 && ++tc.warm >= WARM)
+		thread_start();
+}
+
 /* Gives back every block of the thread's stacks: whole batches to the
  * transfer caches, the rest to jemalloc. */
 static void give_back(void)
@@ -392,10 +402,7 @@ static void thread_exit(void *arg)
 static HZ_NOINLINE void *refill(size_t size, unsigned c)
 {
 	if (hz_unlikely(tc.state != 1)) {
-		if (tc.state == 0 && !tc.warm)
-			thread_new();
-		if (tc.state == 0 && ++tc.warm >= WARM)
-			thread_start();
+		thread_warm();
 		if (tc.state != 1)
 			return hz_je_malloc(size);
 	}
@@ -431,10 +438,7 @@ static HZ_NOINLINE void overflow(void *p, unsigned c)
 		return;
 	}
 	if (hz_unlikely(tc.state != 1)) {
-		if (tc.state == 0 && !tc.warm)
-			thread_new();
-		if (tc.state == 0 && ++tc.warm >= WARM)
-			thread_start();
+		thread_warm();
 		if (tc.state != 1) {
 			hz_je_free(p);
 			return;
