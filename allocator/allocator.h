@@ -49,42 +49,69 @@ static inline int hz_bit(const uint64_t *b, size_t i)
 	return (int)((b[i >> 6] >> (i & 63)) & 1);
 }
 
-/* The word of bit *i and the mask of the bits of [*i, j) in it; *i moves
- * to the next word's first bit. */
-static inline uint64_t hz_bits_step(size_t *i, size_t j, size_t *w)
+/* The masks of [i, j)'s first word (i >> 6) and last word ((j - 1) >> 6),
+ * for j > i: the words between are whole, and take no mask (a chunk's
+ * block of 1 MiB is 4 words, whose state changes at every malloc). */
+static inline uint64_t hz_bits_first(size_t i)
 {
-	size_t lo = *i & 63, hi = j - (*i & ~(size_t)63) < 64 ? j & 63 : 64;
-	*w = *i >> 6;
-	*i = (*w + 1) << 6;
-	return (hi == 64 ? ~0ull : ((1ull << hi) - 1)) & ~((1ull << lo) - 1);
+	return ~0ull << (i & 63);
+}
+
+static inline uint64_t hz_bits_last(size_t j)
+{
+	return ~0ull >> (63 - ((j - 1) & 63));
 }
 
 /* Sets (v = 1) or clears bits [i, j). */
 static inline void hz_bits_set(uint64_t *b, size_t i, size_t j, int v)
 {
-	for (size_t w; i < j;) {
-		uint64_t m = hz_bits_step(&i, j, &w);
-		b[w] = v ? b[w] | m : b[w] & ~m;
-	}
+	if (i >= j)
+		return;
+	size_t wi = i >> 6, wj = (j - 1) >> 6;
+	uint64_t f = hz_bits_first(i), l = hz_bits_last(j);
+	if (wi == wj)
+		f &= l;
+	b[wi] = v ? b[wi] | f : b[wi] & ~f;
+	if (wi == wj)
+		return;
+	for (size_t w = wi + 1; w < wj; w++)
+		b[w] = v ? ~0ull : 0;
+	b[wj] = v ? b[wj] | l : b[wj] & ~l;
 }
 
-/* The number of bits set in [i, j). */
 /* Sets in d the bits of [i, j) set in a or b. */
 static inline void hz_bits_or(uint64_t *d, const uint64_t *a, const uint64_t *b, size_t i, size_t j)
 {
-	for (size_t w; i < j;) {
-		uint64_t m = hz_bits_step(&i, j, &w);
-		d[w] |= (a[w] | b[w]) & m;
-	}
+	if (i >= j)
+		return;
+	size_t wi = i >> 6, wj = (j - 1) >> 6;
+	for (size_t w = wi; w <= wj; w++)
+		d[w] |= (a[w] | b[w]) & (w == wi ? hz_bits_first(i) : ~0ull) & (w == wj ? hz_bits_last(j) : ~0ull);
 }
 
+/* The bits set in x, in plain arithmetic: a build for the baseline
+ * x86-64 has no popcount instruction, and the compiler's builtin then
+ * calls libgcc's, which a chunk's fit paid for on every block. */
+static inline unsigned hz_popcount64(uint64_t x)
+{
+	x -= (x >> 1) & 0x5555555555555555ull;
+	x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+	x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+	return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* The number of bits set in [i, j). */
 static inline size_t hz_bits_count(const uint64_t *b, size_t i, size_t j)
 {
-	size_t k = 0;
-	for (size_t w; i < j;) {
-		uint64_t m = hz_bits_step(&i, j, &w);
-		k += (size_t)__builtin_popcountll(b[w] & m);
-	}
+	if (i >= j)
+		return 0;
+	size_t wi = i >> 6, wj = (j - 1) >> 6;
+	uint64_t f = hz_bits_first(i), l = hz_bits_last(j);
+	if (wi == wj)
+		return hz_popcount64(b[wi] & f & l);
+	size_t k = hz_popcount64(b[wi] & f) + hz_popcount64(b[wj] & l);
+	for (size_t w = wi + 1; w < wj; w++)
+		k += hz_popcount64(b[w]);
 	return k;
 }
 
@@ -331,6 +358,7 @@ struct hz_chunk {
 	uint64_t shared[HZ_CHUNK_WORDS];  /* free dirty page shared with a forked process: not pre-cleared */
 	uint64_t released[HZ_CHUNK_WORDS]; /* free page the arenas released, not in memory since */
 	uint64_t start[HZ_CHUNK_WORDS];   /* page is the first of a live block */
+	uint64_t open[(HZ_CHUNK_WORDS + 63) / 64]; /* bit w: used[w] has a free page (a fit skips full words) */
 	uint32_t npages[HZ_CHUNK_PAGES];  /* at a block's first page: its length */
 };
 

@@ -182,7 +182,7 @@ void hz_budget_bound(struct hz_arena *a)
 		hz_arena_publish(a, 0);
 		return;
 	}
-	uint64_t now = hz_os_now_ns();
+	uint64_t now = hz_os_coarse_ns();
 	if (!a->window_at) {
 		a->window_at = now;
 		a->low = held;

@@ -22,6 +22,7 @@ int hz_chunk_init(struct hz_chunk *c, int hugetlb)
 	c->hugetlb = hugetlb;
 	c->base = base;
 	c->free_pages = HZ_CHUNK_PAGES;
+	hz_bits_set(c->open, 0, HZ_CHUNK_WORDS, 1);
 	return 0;
 }
 
@@ -29,6 +30,29 @@ void hz_chunk_destroy(struct hz_chunk *c)
 {
 	hz_os_unmap(c->base, HZ_CHUNK_SIZE);
 	c->base = NULL;
+}
+
+/* Marks pages [i, j) (j > i) used (v = 1) or free, and their words'
+ * bits in open as they now are. */
+static void set_used(struct hz_chunk *c, size_t i, size_t j, int v)
+{
+	hz_bits_set(c->used, i, j, v);
+	for (size_t w = i >> 6; w <= (j - 1) >> 6; w++)
+		hz_bits_set(c->open, w, w + 1, c->used[w] != ~0ull);
+}
+
+/* The first free page from i, or HZ_CHUNK_PAGES: through open, over the
+ * words of live blocks (a chunk of 1 MiB blocks is 4 full words each). */
+static size_t next_free(const struct hz_chunk *c, size_t i)
+{
+	if (i >= HZ_CHUNK_PAGES)
+		return HZ_CHUNK_PAGES;
+	size_t w = i >> 6;
+	uint64_t m = ~c->used[w] & (~0ull << (i & 63));
+	if (m)
+		return (w << 6) + (size_t)__builtin_ctzll(m);
+	w = hz_bits_find(c->open, w + 1, HZ_CHUNK_WORDS, 1);
+	return w < HZ_CHUNK_WORDS ? (w << 6) + (size_t)__builtin_ctzll(~c->used[w]) : HZ_CHUNK_PAGES;
 }
 
 /* Pages [i, i + npages), free, handed out. */
@@ -46,7 +70,7 @@ static void *take(struct hz_chunk *c, size_t i, size_t npages)
 	hz_bits_set(c->populated, i, i + npages, 0);
 	hz_bits_set(c->clean, i, i + npages, 0);
 	hz_bits_set(c->shared, i, i + npages, 0);
-	hz_bits_set(c->used, i, i + npages, 1);
+	set_used(c, i, i + npages, 1);
 	hz_bits_set(c->start, i, i + 1, 1);
 	c->npages[i] = (uint32_t)npages;
 	c->free_pages -= npages;
@@ -59,19 +83,22 @@ void *hz_chunk_alloc_avoiding(struct hz_chunk *c, size_t npages, size_t align, i
 	if (npages == 0 || npages > c->free_pages)
 		return NULL;
 	size_t blo = c->busy_lo, bhi = c->busy_hi;
-	size_t i = hz_bits_find(c->used, 0, HZ_CHUNK_PAGES, 0);
-	while (i < HZ_CHUNK_PAGES) {
-		size_t j = hz_bits_find(c->used, i, HZ_CHUNK_PAGES, 1);
+	for (size_t i = next_free(c, 0); i < HZ_CHUNK_PAGES;) {
 		size_t at = hz_round_up(i, align);
 		if (avoid_busy && at < bhi && blo < at + npages)
 			at = hz_round_up(bhi, align); /* past the zeroer's pages, if the run still fits */
-		/* Avoiding, only pages in memory: waiting for the zeroer's step
-		 * costs less than faulting fresh pages in. */
-		if (j >= at && j - at >= npages &&
-		    (avoid != HZ_FIT_IN_MEMORY ||
-		     hz_bits_count(c->dirty, at, at + npages) + hz_bits_count(c->clean, at, at + npages) == npages))
-			return take(c, at, npages);
-		i = hz_bits_find(c->used, j, HZ_CHUNK_PAGES, 0);
+		/* The run from i holds [at, end) when no page of [i, end) is used. */
+		size_t end = at + npages, lim = end < HZ_CHUNK_PAGES ? end : HZ_CHUNK_PAGES;
+		size_t j = hz_bits_find(c->used, i, lim, 1);
+		if (j == end) {
+			/* Avoiding, only pages in memory: waiting for the zeroer's
+			 * step costs less than faulting fresh pages in. */
+			if (avoid != HZ_FIT_IN_MEMORY ||
+			    hz_bits_count(c->dirty, at, end) + hz_bits_count(c->clean, at, end) == npages)
+				return take(c, at, npages);
+			j = hz_bits_find(c->used, end, HZ_CHUNK_PAGES, 1); /* the run's end */
+		}
+		i = next_free(c, j);
 	}
 	return NULL;
 }
@@ -98,7 +125,7 @@ size_t hz_chunk_free(struct hz_chunk *c, void *p)
 	size_t i = page_of(c, p);
 	hz_bits_set(c->start, i, i + 1, 0);
 	c->npages[i] = 0;
-	hz_bits_set(c->used, i, i + n, 0);
+	set_used(c, i, i + n, 0);
 	hz_bits_set(c->dirty, i, i + n, 1);
 	c->free_pages += n;
 	c->dirty_free += n;
@@ -112,7 +139,8 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		return -1;
 	c->taken_released = 0;
 	if (npages <= n) {
-		hz_bits_set(c->used, i + npages, i + n, 0);
+		if (npages < n)
+			set_used(c, i + npages, i + n, 0);
 		hz_bits_set(c->dirty, i + npages, i + n, 1);
 		c->free_pages += n - npages;
 		c->dirty_free += n - npages;
@@ -127,7 +155,7 @@ int hz_chunk_resize(struct hz_chunk *c, void *p, size_t npages)
 		hz_bits_set(c->released, i + n, i + npages, 0);
 		hz_bits_set(c->clean, i + n, i + npages, 0);
 		hz_bits_set(c->shared, i + n, i + npages, 0);
-		hz_bits_set(c->used, i + n, i + npages, 1);
+		set_used(c, i + n, i + npages, 1);
 		hz_bits_set(c->dirty, i + n, i + npages, 1);
 		c->free_pages -= npages - n;
 	}
@@ -217,7 +245,7 @@ size_t hz_chunk_count_free(const struct hz_chunk *c, const uint64_t *state)
 {
 	size_t k = 0;
 	for (size_t w = 0; w < HZ_CHUNK_WORDS; w++)
-		k += (size_t)__builtin_popcountll(state[w] & ~c->used[w]);
+		k += hz_popcount64(state[w] & ~c->used[w]);
 	return k;
 }
 

@@ -44,7 +44,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 static HZ_NOINLINE void relieve(size_t size)
 {
 	static uint64_t checked_at;
-	uint64_t now = hz_os_now_ns();
+	uint64_t now = hz_os_coarse_ns();
 	if (now - __atomic_load_n(&limit_read_at, __ATOMIC_RELAXED) >= 1000000000u) {
 		__atomic_store_n(&limit_read_at, now, __ATOMIC_RELAXED);
 		hz_limits_refresh();

@@ -88,6 +88,13 @@ uint64_t hz_os_now_ns(void)
 	return clock_ns(CLOCK_MONOTONIC);
 }
 
+uint64_t hz_os_coarse_ns(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 uint64_t hz_os_realtime_ns(void)
 {
 	return clock_ns(CLOCK_REALTIME);

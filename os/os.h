@@ -158,6 +158,12 @@ void hz_os_address_limits(size_t *as, size_t *data);
 
 /* CLOCK_MONOTONIC, in nanoseconds. */
 uint64_t hz_os_now_ns(void);
+/* CLOCK_MONOTONIC_COARSE, in nanoseconds: the kernel's last tick (a few
+ * ms behind), read without the time-stamp counter, several times cheaper
+ * on a virtual machine's clock: for windows of milliseconds and more
+ * read on every large block (the dirty decay, the limits' checks). Only
+ * compared with itself. */
+uint64_t hz_os_coarse_ns(void);
 /* From now on the clocks are the coarse ones (the kernel's last tick, a
  * few ms), which read no time-stamp counter: for a process whose threads
  * may have it turned off (PR_SET_TSC, strict seccomp), where reading it

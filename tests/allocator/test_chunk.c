@@ -241,8 +241,23 @@ Test(chunk, hugetlb_pool_and_fallback, .timeout = 60)
 	cr_assert_not_null(a);
 }
 
-/* Random allocate/free against a shadow: blocks never overlap, free page
- * counts add up, every live block is reported with its length. */
+/* The first page of the first run of npages free pages whose start is a
+ * multiple of align, from the used bits alone; HZ_CHUNK_PAGES if none. */
+static size_t first_fit(const struct hz_chunk *c, size_t npages, size_t align)
+{
+	for (size_t at = 0; at + npages <= HZ_CHUNK_PAGES; at += align) {
+		size_t k = 0;
+		while (k < npages && !hz_bit(c->used, at + k))
+			k++;
+		if (k == npages)
+			return at;
+	}
+	return HZ_CHUNK_PAGES;
+}
+
+/* Random allocate/free against a shadow: blocks never overlap, each is
+ * the first fit, free page counts add up, every live block is reported
+ * with its length. */
 Test(chunk, random_against_shadow)
 {
 	struct hz_chunk *c = new_chunk();
@@ -269,7 +284,11 @@ Test(chunk, random_against_shadow)
 			len[k] = len[live];
 		} else {
 			size_t n = 1 + (size_t)rand() % (rand() % 8 ? 64 : 2048);
-			unsigned char *p = hz_chunk_alloc(c, n);
+			size_t align = rand() % 4 ? 1 : (size_t)1 << (rand() % 10);
+			size_t want = first_fit(c, n, align);
+			unsigned char *p = hz_chunk_alloc_avoiding(c, n, align, HZ_FIT_ANY);
+			cr_assert_eq(p ? (size_t)(p - c->base) / HZ_PAGE : HZ_CHUNK_PAGES, want,
+				     "step %d: %zu pages aligned to %zu: not the first fit", step, n, align);
 			if (!p)
 				continue;
 			for (size_t k = 0; k < live; k++)
@@ -294,6 +313,7 @@ Test(chunk, random_against_shadow)
 		cr_assert_eq(c->dirty_free, hz_chunk_count_free(c, c->dirty), "step %d", step);
 		cr_assert_eq(c->clean_free, hz_chunk_count_free(c, c->clean), "step %d", step);
 		for (size_t w = 0; w < HZ_CHUNK_WORDS; w++) {
+			cr_assert_eq(hz_bit(c->open, w), c->used[w] != ~0ull, "step %d: word %zu's open bit", step, w);
 			cr_assert_eq(c->clean[w] & c->used[w], 0, "step %d: a live page marked clean", step);
 			cr_assert_eq(c->populated[w] & ~c->clean[w], 0, "step %d: a populated page not clean", step);
 		}
