@@ -1568,8 +1568,13 @@ struct hz_cache_calls {
 };
 void hz_small_cache_link(struct hz_cache_calls *k);
 void hz_small_cache_unlink(struct hz_cache_calls *k);
-/* The calls of every thread's cache, live or gone. */
-uint64_t hz_small_cache_calls(void);
+/* The calls of every thread's cache, live or gone, per class, into
+ * calls[HZ_CACHE_CLASSES]. */
+void hz_small_cache_calls(uint64_t *calls);
+/* Those calls summed over jemalloc's small classes (*small) and over its
+ * large classes the cache serves (*large), as jemalloc's statistics
+ * split them; 0 and 0 without the cache. */
+void hz_small_cache_split(uint64_t *small, uint64_t *large);
 /* Hardened mode (small_hardened.c): the small engine's table wrapped, so
  * every block carries a tag and a canary, is cleared at free and held in
  * the quarantine; at the allocator's start, before any block. */

@@ -177,10 +177,11 @@ void hz_small_totals(struct hz_small_totals *t)
 	t->mapped = get_size("stats.mapped");
 }
 
-/* The requests of jemalloc's arenas but the thread cache's: that one's
- * are the cache's fills, a block each, counted again as the program
- * takes them from the cache (both of jemalloc's figures lag alike). */
-static uint64_t requests_but_cache(uint64_t all)
+/* The requests (name: the statistic's in arena 0) of jemalloc's arenas
+ * but the thread cache's: that one's are the cache's fills, a block each,
+ * counted again as the program takes them from the cache (both of
+ * jemalloc's figures lag alike). */
+static uint64_t requests_but_cache(uint64_t all, const char *name)
 {
 	int a = hz_small_cache_arena();
 	if (a < 0)
@@ -188,7 +189,7 @@ static uint64_t requests_but_cache(uint64_t all)
 	size_t mib[5], len = 5;
 	uint64_t v = 0;
 	size_t sz = sizeof v;
-	if (hz_je_mallctlnametomib("stats.arenas.0.small.nrequests", mib, &len))
+	if (hz_je_mallctlnametomib(name, mib, &len))
 		return all;
 	mib[2] = (size_t)a;
 	if (hz_je_mallctlbymib(mib, len, &v, &sz, NULL, 0) || v > all)
@@ -211,15 +212,19 @@ void hz_small_counters(hz_counter_fn fn, void *arg)
 	struct hz_small_totals t;
 	hz_small_totals(&t);
 	int ready = je_ready(); /* under HUGEZERO_SMALL=next: 0, jemalloc left unstarted */
+	/* And the thread cache's calls (small_cache.c), each block once, as
+	 * the program takes it, in the figure of its class's kind. */
+	uint64_t cached[2];
+	hz_small_cache_split(&cached[0], &cached[1]);
 	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
 		uint64_t v = 0;
 		size_t sz = sizeof v;
 		if (ready)
 			hz_je_mallctl(names[i][1], &v, &sz, NULL, 0);
-		/* And the thread cache's (small_cache.c), each block once,
-		 * as the program takes it. */
-		if (i == 0 && ready)
-			v = requests_but_cache(v) + hz_small_cache_calls();
+		if (ready && i == 0)
+			v = requests_but_cache(v, "stats.arenas.0.small.nrequests") + cached[0];
+		if (ready && i == 2)
+			v = requests_but_cache(v, "stats.arenas.0.large.nrequests") + cached[1];
 		fn(arg, names[i][0], v, 0);
 	}
 	fn(arg, "malloc.small.allocated_bytes", t.in_use, 1);

@@ -28,7 +28,8 @@
  * arena or its region cannot be had (another mapping took the address,
  * an address space of fewer bits, no memory), the blocks are jemalloc's
  * as before. A thread's stacks go back at its exit; malloc_trim gives
- * back the transfer caches' blocks and the calling thread's. */
+ * back the transfer caches' blocks and the calling thread's, its explicit
+ * jemalloc cache's too. */
 #include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
@@ -60,11 +61,17 @@
  * makes fewer calls never pays it; one that makes more pays it once. */
 #define WARM 16384
 /* Batches each transfer cache holds before it gives them back to
- * jemalloc: up to 512 KiB of blocks, and 64 batches. */
-#define TRANSFER_BYTES (512 << 10)
-#define TRANSFER_BATCHES 64
-/* And all of them together up to 4 MiB of blocks (45 classes of 512 KiB
- * would hold 22 MiB, which a program's shifts between sizes left there:
+ * jemalloc: up to 2 MiB of blocks, and 512 batches (a pointer array of
+ * at most 512 KiB, for 8-byte blocks). Between threads that allocate and
+ * threads that free at uneven rates (a producer descheduled while its
+ * consumers free, xmalloc-test's and threads_bench batches' pattern), what
+ * it cannot hold goes back to jemalloc and comes out again, a bin lock
+ * per block: at 512 KiB a class, xmalloc-test ran 1.13x mimalloc's time,
+ * at 2 MiB 0.99x. */
+#define TRANSFER_BYTES (2 << 20)
+#define TRANSFER_BATCHES 512
+/* And all of them together up to 4 MiB of blocks (45 classes of 2 MiB
+ * would hold 90 MiB, which a program's shifts between sizes left there:
  * rptest's peak resident set was twice jemalloc's). */
 #define TRANSFER_TOTAL (4 << 20)
 
@@ -124,6 +131,7 @@ static uint32_t class_size[HZ_CACHE_CLASSES], class_max[HZ_CACHE_CLASSES], class
 static unsigned classes;
 static unsigned small_classes; /* the first ones, jemalloc's slabs' (arenas.nbins) */
 static size_t stack_slots; /* a thread's slots for every class: twice each's batch */
+static size_t quantum = 1; /* jemalloc's (arenas.quantum): every class from it is its multiple */
 static pthread_key_t exit_key;
 static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
 static size_t transfer_bytes;    /* blocks the transfer caches hold */
@@ -561,9 +569,18 @@ static size_t cache_xallocx(void *p, size_t size, size_t extra, int flags)
 	return u;
 }
 
+/* An alignment alone, no larger than jemalloc's quantum (16 B), is the
+ * cache's: every class from the alignment up is a multiple of it, and
+ * its blocks aligned so (memalign(8 or 16), two calls in three of
+ * rptest's, are malloc's). Other flags are jemalloc's. */
 static void *cache_mallocx(size_t size, int flags)
 {
-	return flags ? hz_je_mallocx(size, flags) : cache_malloc(size);
+	if (!(flags & ~HZ_JE_LG_ALIGN_MASK)) {
+		size_t align = HZ_JE_ALIGN_OF(flags);
+		if (align <= quantum)
+			return cache_malloc(size < align ? align : size);
+	}
+	return hz_je_mallocx(size, flags);
 }
 
 static void cache_dallocx(void *p, int flags)
@@ -627,6 +644,9 @@ int hz_small_cache_install(struct hz_small_engine *e)
 	unsigned nbins = 0;
 	size_t nsz = sizeof nbins;
 	small_classes = hz_je_mallctl("arenas.nbins", &nbins, &nsz, NULL, 0) || nbins > classes ? 0 : nbins;
+	size_t q = 0, qsz = sizeof q;
+	if (!hz_je_mallctl("arenas.quantum", &q, &qsz, NULL, 0) && q && !(q & (q - 1)))
+		quantum = q;
 	for (unsigned c = 0; c < classes; c++) {
 		uint32_t m = LIST_BYTES / class_size[c];
 		class_max[c] = m < LIST_MIN ? LIST_MIN : m > LIST_MAX ? LIST_MAX : m;
@@ -652,8 +672,15 @@ void hz_small_cache_trim(void)
 {
 	if (!classes)
 		return;
-	if (tc.state == 1)
-		give_back();
+	/* The calling thread's cache ends as at its exit: its stacks given
+	 * back and its explicit jemalloc cache destroyed, which jemalloc's
+	 * own garbage collection never reaches (a thread that once used
+	 * the large classes holds up to 4 MiB there and on its stacks). It
+	 * starts again at its next slow path, past its warm-up. */
+	if (tc.state == 1) {
+		thread_exit(NULL);
+		tc.state = 0;
+	}
 	/* Straight to the arena: the blocks leave every cache. */
 	int flags = arena_flags | JE_TCACHE_NONE;
 	for (unsigned c = 0; c < classes; c++) {
@@ -664,14 +691,22 @@ void hz_small_cache_trim(void)
 		k->n = 0;
 		hz_small_cache_unlock(c);
 	}
-	/* The thread's explicit cache keeps its blocks: jemalloc's
-	 * tcache.flush of an explicit cache destroys it, and its next use
-	 * re-creates it, or aborts where that allocation fails. */
 }
 
 int hz_small_cache_arena(void)
 {
 	return __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) == 2 ? (int)arena_index : -1;
+}
+
+void hz_small_cache_split(uint64_t *small, uint64_t *large)
+{
+	uint64_t calls[HZ_CACHE_CLASSES];
+	*small = *large = 0;
+	if (!classes)
+		return;
+	hz_small_cache_calls(calls);
+	for (unsigned c = 0; c < classes; c++)
+		*(c < small_classes ? small : large) += calls[c];
 }
 
 void hz_small_cache_counters(hz_counter_fn fn, void *arg)

@@ -61,15 +61,14 @@ static void cache_unlock_all(void)
 /* The live threads' caches' counts, and the gone ones' sum. */
 static pthread_mutex_t calls_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct hz_cache_calls *live;
-static uint64_t gone;
+static uint64_t gone[HZ_CACHE_CLASSES];
 static HZ_TLS struct hz_cache_calls *mine;
 
-static uint64_t sum(const struct hz_cache_calls *k)
+/* Adds k's counts into to[], per class. */
+static void add(uint64_t *to, const struct hz_cache_calls *k)
 {
-	uint64_t n = 0;
 	for (unsigned c = 0; c < HZ_CACHE_CLASSES; c++)
-		n += __atomic_load_n(&k->calls[c], __ATOMIC_RELAXED);
-	return n;
+		to[c] += __atomic_load_n(&k->calls[c], __ATOMIC_RELAXED);
 }
 
 void hz_small_cache_link(struct hz_cache_calls *k)
@@ -86,7 +85,7 @@ void hz_small_cache_link(struct hz_cache_calls *k)
 void hz_small_cache_unlink(struct hz_cache_calls *k)
 {
 	pthread_mutex_lock(&calls_lock);
-	gone += sum(k);
+	add(gone, k);
 	for (unsigned c = 0; c < HZ_CACHE_CLASSES; c++)
 		k->calls[c] = 0;
 	if (k->prev)
@@ -99,14 +98,14 @@ void hz_small_cache_unlink(struct hz_cache_calls *k)
 	pthread_mutex_unlock(&calls_lock);
 }
 
-uint64_t hz_small_cache_calls(void)
+void hz_small_cache_calls(uint64_t *calls)
 {
 	pthread_mutex_lock(&calls_lock);
-	uint64_t n = gone;
+	for (unsigned c = 0; c < HZ_CACHE_CLASSES; c++)
+		calls[c] = gone[c];
 	for (const struct hz_cache_calls *k = live; k; k = k->next)
-		n += sum(k);
+		add(calls, k);
 	pthread_mutex_unlock(&calls_lock);
-	return n;
 }
 
 /* Whether this fork's prepare ran jemalloc's (jemalloc may start on
@@ -156,7 +155,7 @@ void hz_small_fork_child(void)
 	 * parent's as jemalloc's figures do. */
 	for (const struct hz_cache_calls *k = live; k; k = k->next)
 		if (k != mine)
-			gone += sum(k);
+			add(gone, k);
 	live = mine;
 	if (mine)
 		mine->prev = mine->next = NULL;

@@ -16,8 +16,14 @@
  *                              threads' blocks come back (the resident
  *                              set does not grow with the threads)
  *   small_cache counts         malloc.small.calls counts the cache's,
- *                              each call once
- *   small_cache trim           malloc_trim gives the cached blocks back
+ *                              each call once; malloc.small.large_calls
+ *                              its calls of 16-64 KiB, and
+ *                              malloc.small.calls not those
+ *   small_cache aligned        memalign, posix_memalign and aligned_alloc
+ *                              of 8-64 B alignments: each block aligned,
+ *                              whole, and those of 8 and 16 B the cache's
+ *   small_cache trim           malloc_trim gives the cached blocks back,
+ *                              of small and large classes
  *   small_cache fork           forks while threads allocate; the child
  *                              allocates, frees and counts
  *   small_cache blocked        the region taken by another mapping before
@@ -275,6 +281,28 @@ static void counts(void)
 	if (grew + 2000 < 2 * N || grew > 2 * N + N / 10)
 		FAIL("malloc.small.calls grew by %llu over %d calls", (unsigned long long)grew, 2 * N);
 	printf("malloc.small.calls grew by %llu over %d calls\n", (unsigned long long)grew, 2 * N);
+	/* Blocks of a large class of jemalloc's that the cache serves count
+	 * in large_calls, once each, and not in calls. jemalloc's own thread
+	 * cache's requests (warm()'s, more than these) count in its figures
+	 * when it flushes: flushed first. */
+	enum { L = 10000 };
+	int (*ctl)(const char *, void *, size_t *, void *, size_t) =
+		(int (*)(const char *, void *, size_t *, void *, size_t))dlsym(RTLD_DEFAULT, "mallctl");
+	if (!ctl || ctl("thread.tcache.flush", NULL, NULL, NULL, 0))
+		FAIL("mallctl(thread.tcache.flush) failed");
+	uint64_t small0 = stat("malloc.small.calls"), large0 = stat("malloc.small.large_calls");
+	for (int r = 0; r < L / 1000; r++) {
+		for (int i = 0; i < 1000; i++)
+			p[i] = get(32768);
+		for (int i = 0; i < 1000; i++)
+			check_put(p[i]);
+	}
+	uint64_t small = stat("malloc.small.calls") - small0, large = stat("malloc.small.large_calls") - large0;
+	if (large + 2000 < L || large > L + L / 10 || small > L / 20)
+		FAIL("%d calls of 32 KiB: large_calls grew by %llu, calls by %llu", L, (unsigned long long)large,
+		     (unsigned long long)small);
+	printf("%d calls of 32 KiB: large_calls grew by %llu, calls by %llu\n", L, (unsigned long long)large,
+	       (unsigned long long)small);
 }
 
 /* ---- resize ---- */
@@ -371,6 +399,48 @@ static void lastround(void)
 		FAIL("malloc.small.calls did not count after the last-round threads");
 }
 
+/* ---- aligned ---- */
+
+static void aligned(void)
+{
+	enum { N = 20000 };
+	static unsigned char *p[256];
+	unsigned seed = 7;
+	warm();
+	size_t outside = 0;
+	for (int i = 0; i < N; i++) {
+		int k = i % 256;
+		if (p[k])
+			check_put(p[k]);
+		size_t a = (size_t)8 << (i % 4), n = any_size(&seed);
+		void *q = NULL;
+		int form = (i / 4) % 3;
+		if (form == 0)
+			q = memalign(a, n);
+		else if (form == 1 && posix_memalign(&q, a, n))
+			q = NULL;
+		else if (form == 2)
+			q = aligned_alloc(a, (n + a - 1) & ~(a - 1));
+		if (!q)
+			FAIL("%s(%zu, %zu) failed", form == 0 ? "memalign" : form == 1 ? "posix_memalign" : "aligned_alloc",
+			     a, n);
+		if ((uintptr_t)q % a)
+			FAIL("a block of %zu B aligned to %zu at %p", n, a, q);
+		if (malloc_usable_size(q) < n)
+			FAIL("malloc_usable_size %zu < %zu", malloc_usable_size(q), n);
+		p[k] = q;
+		for (size_t j = 0; j < malloc_usable_size(q); j++)
+			p[k][j] = tag(q, j);
+		outside += a <= 16 && !cached(q);
+	}
+	for (int k = 0; k < 256; k++)
+		check_put(p[k]);
+	/* The cache serves an alignment of at most 16 B as malloc's. */
+	if (stat_fn && outside)
+		FAIL("%zu of the blocks aligned to 8 or 16 B were not the cache's", outside);
+	printf("%d aligned blocks, %zu of 8-16 B outside the cache\n", N, outside);
+}
+
 /* ---- trim ---- */
 
 static void trim(void)
@@ -398,6 +468,26 @@ static void trim(void)
 		check_put(p[i]);
 	printf("allocated %llu bytes before malloc_trim, %llu after\n", (unsigned long long)held,
 	       (unsigned long long)now);
+	/* Blocks of a large class of jemalloc's (32 KiB): those the
+	 * thread's caches held go back too, its explicit jemalloc cache's
+	 * (4 a class) with them. */
+	malloc_trim(0);
+	uint64_t before = stat("malloc.small.allocated_bytes");
+	for (int i = 0; i < 64; i++)
+		p[i] = get(32768);
+	for (int i = 0; i < 64; i++)
+		check_put(p[i]);
+	/* One taken again: the stack's blocks are no longer whole batches,
+	 * and the rest go back through the explicit cache. */
+	unsigned char *one = get(32768);
+	malloc_trim(0);
+	now = stat("malloc.small.allocated_bytes");
+	check_put(one);
+	if (stat_fn && now > before + (64u << 10))
+		FAIL("64 blocks of 32 KiB freed, one taken, malloc_trim: %llu bytes allocated before, %llu after",
+		     (unsigned long long)before, (unsigned long long)now);
+	printf("64 blocks of 32 KiB freed, one taken, malloc_trim: %llu bytes allocated before, %llu after\n",
+	       (unsigned long long)before, (unsigned long long)now);
 }
 
 /* ---- fork ---- */
@@ -432,14 +522,15 @@ static void forks(void)
 		if (pid < 0)
 			FAIL("fork");
 		if (!pid) {
-			uint64_t before = stat("malloc.small.calls");
+			/* Blocks of 16-64 KiB count in large_calls. */
+			uint64_t before = stat("malloc.small.calls") + stat("malloc.small.large_calls");
 			static unsigned char *p[5000];
 			for (int i = 0; i < 5000; i++)
 				p[i] = get(1 + (size_t)i * 7 % 65536);
 			for (int i = 0; i < 5000; i++)
 				check_put(p[i]);
-			if (stat_fn && stat("malloc.small.calls") < before + 5000)
-				FAIL("child: malloc.small.calls did not count its calls");
+			if (stat_fn && stat("malloc.small.calls") + stat("malloc.small.large_calls") < before + 5000)
+				FAIL("child: malloc.small.calls and large_calls did not count its calls");
 			_exit(0);
 		}
 		int st;
@@ -493,6 +584,8 @@ int main(int argc, char **argv)
 		exits();
 	} else if (!strcmp(m, "counts")) {
 		counts();
+	} else if (!strcmp(m, "aligned")) {
+		aligned();
 	} else if (!strcmp(m, "trim")) {
 		trim();
 	} else if (!strcmp(m, "fork")) {

@@ -30,7 +30,7 @@ where "not cached" MALLOC_CONF=junk:free
 where "not cached" MALLOC_CONF=tcache:false
 where cached MALLOC_CONF=junk:false,tcache:true
 
-for c in remote exits counts trim fork blocked resize lastround; do
+for c in remote exits counts aligned trim fork blocked resize lastround; do
 	if out=$(timeout 300 "$prog" $c 2>&1); then g=ok; else g="failed: $(echo "$out" | tail -2)"; fi
 	if out=$(LD_PRELOAD=$lib timeout 300 "$prog" $c 2>&1); then
 		ok "$c: $(echo "$out" | grep -v '^ok$' | tr '\n' ' ')(glibc: $g)"
