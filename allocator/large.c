@@ -39,7 +39,8 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
  * read again once a second: it may be changed at run time. The usage is
  * read at every large allocation while the arenas hold free memory, and
  * at most once in SMALL_CHECK_NS otherwise (only the small engine's free
- * pages, which it cannot count cheaply, could then be given back). */
+ * pages, which it cannot count cheaply, could then be given back): once a
+ * tick of the coarse clock it reads (1-10 ms), which is coarser. */
 #define SMALL_CHECK_NS ((uint64_t)1000000u)
 static HZ_NOINLINE void relieve(size_t size)
 {

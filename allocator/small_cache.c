@@ -93,7 +93,8 @@ struct je_extent_hooks {
 struct central {
 	int state;      /* 0 not started, 1 ready, -1 refused: jemalloc's blocks as before */
 	uint32_t n;     /* blocks in held[], whole batches */
-	void **held;    /* room for class_batches batches */
+	uint32_t room;  /* blocks held[] has room for: grown by doubling, up to class_batches batches */
+	void **held;
 } __attribute__((aligned(64)));
 
 /* A thread's stack of free blocks of one class: pointers, so that
@@ -129,7 +130,11 @@ static struct central central[HZ_CACHE_CLASSES];
 static uint8_t class_of[(HZ_CACHE_MAX >> 3) + 1]; /* by (size + 7) >> 3 */
 static uint32_t class_size[HZ_CACHE_CLASSES], class_max[HZ_CACHE_CLASSES], class_batches[HZ_CACHE_CLASSES];
 static unsigned classes;
-static unsigned small_classes; /* the first ones, jemalloc's slabs' (arenas.nbins) */
+static unsigned small_classes; /* the first ones, jemalloc's slabs' (arenas.nbins); 0 where it does not say */
+/* The first of jemalloc's large classes among the cache's (arenas.nbins;
+ * classes where every one is small or jemalloc does not say): those count
+ * in large_calls. */
+static unsigned large_from;
 static size_t stack_slots; /* a thread's slots for every class: twice each's batch */
 static size_t quantum = 1; /* jemalloc's (arenas.quantum): every class from it is its multiple */
 static pthread_key_t exit_key;
@@ -253,12 +258,20 @@ static int arena_start(void)
 	return state == 2 ? arena_flags : -1;
 }
 
+/* A transfer cache's array's first room, 8 batches: a class that never
+ * holds more never has more (512 batches of 8-byte blocks take 512 KiB). */
+static uint32_t first_room(unsigned c)
+{
+	return (class_batches[c] < 8 ? class_batches[c] : 8) * class_max[c];
+}
+
 /* The class's transfer cache, at its first refill, under its lock: 1,
  * or -1 where there is no room for it. */
 static int central_start(unsigned c)
 {
 	struct central *k = &central[c];
-	k->held = hz_je_malloc((size_t)class_batches[c] * class_max[c] * sizeof(void *));
+	k->held = hz_je_malloc((size_t)first_room(c) * sizeof(void *));
+	k->room = k->held ? first_room(c) : 0;
 	return k->held ? 1 : -1;
 }
 
@@ -297,13 +310,23 @@ static void flush(void *const *from, uint32_t n, int flags)
 
 /* n blocks into the transfer cache where it has room for them: 1, else
  * 0 (the caller gives them back to jemalloc, out of the lock). Under the
- * lock. */
+ * lock; its array grown there (jemalloc's locks come after the class's,
+ * as at its start). */
 static int put(unsigned c, void *const *from, uint32_t n)
 {
 	struct central *k = &central[c];
 	size_t bytes = (size_t)n * class_size[c];
-	if (k->state <= 0 || k->n + n > class_batches[c] * class_max[c])
+	uint32_t most = class_batches[c] * class_max[c];
+	if (k->state <= 0 || k->n + n > most)
 		return 0;
+	if (k->n + n > k->room) {
+		uint32_t room = k->room * 2 < most ? k->room * 2 : most;
+		void **held = hz_je_realloc(k->held, (size_t)room * sizeof(void *));
+		if (!held)
+			return 0;
+		k->held = held;
+		k->room = room;
+	}
 	if (__atomic_add_fetch(&transfer_bytes, bytes, __ATOMIC_RELAXED) > TRANSFER_TOTAL) {
 		__atomic_fetch_sub(&transfer_bytes, bytes, __ATOMIC_RELAXED);
 		return 0;
@@ -643,7 +666,9 @@ int hz_small_cache_install(struct hz_small_engine *e)
 	 * say, every class is treated as one realloc may resize in place. */
 	unsigned nbins = 0;
 	size_t nsz = sizeof nbins;
-	small_classes = hz_je_mallctl("arenas.nbins", &nbins, &nsz, NULL, 0) || nbins > classes ? 0 : nbins;
+	int said = !hz_je_mallctl("arenas.nbins", &nbins, &nsz, NULL, 0);
+	small_classes = !said || nbins > classes ? 0 : nbins;
+	large_from = !said || nbins > classes ? classes : nbins;
 	size_t q = 0, qsz = sizeof q;
 	if (!hz_je_mallctl("arenas.quantum", &q, &qsz, NULL, 0) && q && !(q & (q - 1)))
 		quantum = q;
@@ -689,6 +714,13 @@ void hz_small_cache_trim(void)
 		flush(k->held, k->n, flags);
 		__atomic_fetch_sub(&transfer_bytes, (size_t)k->n * class_size[c], __ATOMIC_RELAXED);
 		k->n = 0;
+		/* And its array back to its first size. */
+		uint32_t first = first_room(c);
+		void **held = k->room > first ? hz_je_realloc(k->held, (size_t)first * sizeof(void *)) : NULL;
+		if (held) {
+			k->held = held;
+			k->room = first;
+		}
 		hz_small_cache_unlock(c);
 	}
 }
@@ -706,7 +738,7 @@ void hz_small_cache_split(uint64_t *small, uint64_t *large)
 		return;
 	hz_small_cache_calls(calls);
 	for (unsigned c = 0; c < classes; c++)
-		*(c < small_classes ? small : large) += calls[c];
+		*(c < large_from ? small : large) += calls[c];
 }
 
 void hz_small_cache_counters(hz_counter_fn fn, void *arg)

@@ -90,7 +90,7 @@ uint64_t hz_os_now_ns(void)
 
 uint64_t hz_os_coarse_ns(void)
 {
-	struct timespec t;
+	struct timespec t = {0, 0};
 	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
 	return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }

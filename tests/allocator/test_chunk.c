@@ -327,3 +327,42 @@ Test(chunk, random_against_shadow)
 		cr_assert_eq(hz_chunk_block_pages(c, blk[k]), len[k]);
 	done(c);
 }
+
+/* The bit-range helpers against one bit at a time: every range of a
+ * 4-word array, empty ones, single words and the array's end included. */
+Test(chunk, bit_ranges)
+{
+	enum { W = 4, B = W * 64 };
+	uint64_t a[W], b[W], d[W], want[W];
+	srand(7);
+	for (size_t i = 0; i <= B; i++) {
+		for (size_t j = i; j <= B; j += 1 + (j % 7 == 0 ? 0 : (size_t)rand() % 5)) {
+			for (int w = 0; w < W; w++) {
+				a[w] = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 11) ^ (uint64_t)rand();
+				b[w] = ((uint64_t)rand() << 33) ^ (uint64_t)rand();
+				d[w] = (uint64_t)rand();
+			}
+			size_t n = 0;
+			for (size_t k = i; k < j; k++)
+				n += (size_t)hz_bit(a, k);
+			cr_assert_eq(hz_bits_count(a, i, j), n, "count [%zu, %zu)", i, j);
+			for (int v = 0; v < 2; v++) {
+				memcpy(want, a, sizeof a);
+				for (size_t k = i; k < j; k++)
+					want[k >> 6] = v ? want[k >> 6] | 1ull << (k & 63) : want[k >> 6] & ~(1ull << (k & 63));
+				uint64_t got[W];
+				memcpy(got, a, sizeof a);
+				hz_bits_set(got, i, j, v);
+				cr_assert_arr_eq(got, want, sizeof got, "set [%zu, %zu) to %d", i, j, v);
+			}
+			memcpy(want, d, sizeof d);
+			for (size_t k = i; k < j; k++)
+				if (hz_bit(a, k) || hz_bit(b, k))
+					want[k >> 6] |= 1ull << (k & 63);
+			hz_bits_or(d, a, b, i, j);
+			cr_assert_arr_eq(d, want, sizeof d, "or [%zu, %zu)", i, j);
+		}
+	}
+	for (int k = 0; k < 64; k++)
+		cr_assert_eq(hz_popcount64(~0ull >> k), 64u - (unsigned)k);
+}
