@@ -9,7 +9,8 @@
  *   churn_bench sweep OPS      for each size of 8 B, 16 B, ... 1 MiB: 64
  *                              live blocks, one freed and malloc'ed (and
  *                              its first and last byte written) per op;
- *                              ns per op, the mean over the sizes
+ *                              ns per op, the mean over the sizes (and
+ *                              before it sweep_SIZE: each size's)
  *   churn_bench realloc OPS    256 buffers grown by appends of 1-64 B with
  *                              realloc to 1-64 KiB, then freed and begun
  *                              again; one in 64 grows on to 1-16 MiB; ns per
@@ -96,7 +97,9 @@ static double sweep(long ops)
 				die("malloc failed");
 			live[s][0] = live[s][n - 1] = (unsigned char)s;
 		}
-		sum += (now_ns() - t0) / (double)k;
+		double per = (now_ns() - t0) / (double)k;
+		printf("sweep_%zu %.1f\n", n, per);
+		sum += per;
 		for (int s = 0; s < LIVE; s++) {
 			free(live[s]);
 			live[s] = NULL;
