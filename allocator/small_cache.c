@@ -606,9 +606,13 @@ static void *cache_mallocx(size_t size, int flags)
 	return hz_je_mallocx(size, flags);
 }
 
+/* An alignment alone says nothing free needs (a block's class is its
+ * page's, or jemalloc's own for a block outside the region): free's.
+ * A cache or an arena named is jemalloc's (C++'s sized aligned delete
+ * passes the alignment). */
 static void cache_dallocx(void *p, int flags)
 {
-	if (flags)
+	if (flags & ~HZ_JE_LG_ALIGN_MASK)
 		hz_je_dallocx(p, flags);
 	else
 		cache_free(p);
@@ -616,7 +620,7 @@ static void cache_dallocx(void *p, int flags)
 
 static void cache_sdallocx(void *p, size_t size, int flags)
 {
-	if (flags)
+	if (flags & ~HZ_JE_LG_ALIGN_MASK)
 		hz_je_sdallocx(p, size, flags);
 	else
 		cache_free(p);

@@ -438,6 +438,25 @@ static void aligned(void)
 	/* The cache serves an alignment of at most 16 B as malloc's. */
 	if (stat_fn && outside)
 		FAIL("%zu of the blocks aligned to 8 or 16 B were not the cache's", outside);
+	/* And a block freed with its alignment (sdallocx, dallocx: C++'s
+	 * sized aligned delete) goes back on the thread's stack, which hands
+	 * it out again first. */
+	void (*sdallocx_fn)(void *, size_t, int) = (void (*)(void *, size_t, int))dlsym(RTLD_DEFAULT, "sdallocx");
+	void (*dallocx_fn)(void *, int) = (void (*)(void *, int))dlsym(RTLD_DEFAULT, "dallocx");
+	if (stat_fn && sdallocx_fn && dallocx_fn) {
+		for (int i = 0; i < 1000; i++) {
+			void *q = memalign(16, 64);
+			if (i & 1)
+				sdallocx_fn(q, 64, 4); /* MALLOCX_LG_ALIGN(4) */
+			else
+				dallocx_fn(q, 4);
+			void *r = malloc(64);
+			if (r != q)
+				FAIL("a block freed by %s with its alignment was not the next one handed out",
+				     i & 1 ? "sdallocx" : "dallocx");
+			free(r);
+		}
+	}
 	printf("%d aligned blocks, %zu of 8-16 B outside the cache\n", N, outside);
 }
 
