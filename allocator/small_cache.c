@@ -319,17 +319,20 @@ static int put(unsigned c, void *const *from, uint32_t n)
 	uint32_t most = class_batches[c] * class_max[c];
 	if (k->state <= 0 || k->n + n > most)
 		return 0;
-	if (k->n + n > k->room) {
-		uint32_t room = k->room * 2 < most ? k->room * 2 : most;
-		void **held = hz_je_realloc(k->held, (size_t)room * sizeof(void *));
-		if (!held)
-			return 0;
-		k->held = held;
-		k->room = room;
-	}
 	if (__atomic_add_fetch(&transfer_bytes, bytes, __ATOMIC_RELAXED) > TRANSFER_TOTAL) {
 		__atomic_fetch_sub(&transfer_bytes, bytes, __ATOMIC_RELAXED);
 		return 0;
+	}
+	/* The array grows only for blocks it will hold. */
+	if (k->n + n > k->room) {
+		uint32_t room = k->room * 2 < most ? k->room * 2 : most;
+		void **held = hz_je_realloc(k->held, (size_t)room * sizeof(void *));
+		if (!held) {
+			__atomic_fetch_sub(&transfer_bytes, bytes, __ATOMIC_RELAXED);
+			return 0;
+		}
+		k->held = held;
+		k->room = room;
 	}
 	memcpy(k->held + k->n, from, n * sizeof(void *));
 	k->n += n;

@@ -41,6 +41,18 @@ static void edges(void)
 	CHECK(malloc(id(SIZE_MAX)) == NULL && errno == ENOMEM, "malloc(SIZE_MAX)");
 	errno = 0;
 	CHECK(malloc(id((size_t)1 << 62)) == NULL && errno == ENOMEM, "malloc(2^62)");
+	/* The small alignments (at most 16 B) take malloc's way in the
+	 * thread cache: impossible sizes fail as malloc's do. */
+	for (size_t a8 = 8; a8 <= 16; a8 += 8) {
+		errno = 0;
+		CHECK(memalign(id(a8), id(SIZE_MAX)) == NULL && errno == ENOMEM, "memalign(%zu, SIZE_MAX)", a8);
+		void *r = (void *)1;
+		CHECK(posix_memalign(&r, a8, id(SIZE_MAX - a8 + 1)) == ENOMEM && r == (void *)1,
+		      "posix_memalign(%zu, SIZE_MAX)", a8);
+		errno = 0;
+		CHECK(aligned_alloc(id(a8), id(SIZE_MAX - a8 + 1)) == NULL && errno == ENOMEM,
+		      "aligned_alloc(%zu, SIZE_MAX)", a8);
+	}
 
 	void *p = malloc(100);
 	CHECK(realloc(p, 0) == NULL, "realloc(p, 0) frees and returns NULL");
