@@ -5,7 +5,7 @@
 # core busy; small allocations
 # start no thread; the reserve within its limit and the program's peak,
 # and decayed; a block freed and taken again at once left to the
-# program; with
+# program, and not looked at again on each such free; with
 # SCHED_IDLE refused it falls back to nice 19, counted;
 # HUGEZERO_BACKGROUND=0 starts none.
 # Usage: zeroer.sh LIB ZEROER_BINARY
@@ -54,6 +54,8 @@ preloaded "no reserve to fill: the zeroer does not poll a faulting program" \
 	env HUGEZERO_RESERVE=0 "$prog" quiet
 preloaded "a block freed and taken again at once: left to the program, never waited for" \
 	"$prog" recycle
+preloaded "blocks freed and taken again at once, back to back: the zeroer looks again later, not at each free" \
+	"$prog" retake
 preloaded "page faults not countable (getrusage refused): no population, no polling" \
 	env HUGEZERO_RESERVE=16M "$prog" blind
 preloaded "SCHED_IDLE refused by seccomp: nice 19, the fallback counted" "$prog" seccomp
