@@ -11,6 +11,20 @@
  *                              its first and last byte written) per op;
  *                              ns per op, the mean over the sizes (and
  *                              before it sweep_SIZE: each size's)
+ *   churn_bench scatter OPS    20000 live blocks of 8-1000 B (after
+ *                              larson): per op a random one freed without
+ *                              being read, and one of a random size
+ *                              malloc'ed and its first byte written and
+ *                              read back; ns per op
+ *   churn_bench teardown N     N blocks of 64 B malloc'ed and written,
+ *                              then freed in a random order without being
+ *                              read (a structure torn down), 5 rounds; ns
+ *                              per free (and before it teardown_malloc:
+ *                              ns per malloc)
+ *   churn_bench retake OPS     64 live blocks of 1 MiB (sweep's largest
+ *                              size, longer): one freed and one malloc'ed
+ *                              per op, its first and last byte written;
+ *                              ns per op
  *   churn_bench realloc OPS    256 buffers grown by appends of 1-64 B with
  *                              realloc to 1-64 KiB, then freed and begun
  *                              again; one in 64 grows on to 1-16 MiB; ns per
@@ -106,6 +120,91 @@ static double sweep(long ops)
 		}
 	}
 	return sum / sizes;
+}
+
+/* ---- scatter ---- */
+static double scatter(long ops)
+{
+	enum { LIVE = 20000 };
+	static unsigned char *live[LIVE];
+	uint64_t rng = 4141;
+	for (int s = 0; s < LIVE; s++)
+		if (!(live[s] = malloc(8 + xorshift(&rng) % 993)))
+			die("malloc failed");
+	double t0 = now_ns();
+	for (long i = 0; i < ops; i++) {
+		size_t s = xorshift(&rng) % LIVE;
+		free(live[s]);
+		volatile unsigned char *p = live[s] = malloc(8 + xorshift(&rng) % 993);
+		if (!p)
+			die("malloc failed");
+		p[0] = (unsigned char)i;
+		if (p[0] != (unsigned char)i)
+			die("a block's first byte changed");
+	}
+	double per = (now_ns() - t0) / (double)ops;
+	for (int s = 0; s < LIVE; s++)
+		free(live[s]);
+	return per;
+}
+
+/* ---- teardown ---- */
+static double teardown(long n)
+{
+	unsigned char **b = malloc((size_t)n * sizeof *b);
+	uint64_t rng = 4141;
+	double mallocs = 0, frees = 0;
+	if (!b)
+		die("malloc failed");
+	for (int r = 0; r < 5; r++) {
+		double t0 = now_ns();
+		for (long i = 0; i < n; i++) {
+			if (!(b[i] = malloc(64)))
+				die("malloc failed");
+			b[i][0] = (unsigned char)i;
+		}
+		double t1 = now_ns();
+		for (long i = n - 1; i > 0; i--) {
+			long j = (long)(xorshift(&rng) % (uint64_t)(i + 1));
+			unsigned char *t = b[i];
+			b[i] = b[j];
+			b[j] = t;
+		}
+		double t2 = now_ns();
+		for (long i = 0; i < n; i++)
+			free(b[i]);
+		if (r) { /* the first round faults the pages in */
+			mallocs += t1 - t0;
+			frees += now_ns() - t2;
+		}
+	}
+	free(b);
+	printf("teardown_malloc %.1f\n", mallocs / 4 / (double)n);
+	return frees / 4 / (double)n;
+}
+
+/* ---- retake ---- */
+static double retake(long ops)
+{
+	enum { LIVE = 64 };
+	const size_t n = 1 << 20;
+	unsigned char *live[LIVE];
+	uint64_t rng = 4141;
+	for (int s = 0; s < LIVE; s++)
+		if (!(live[s] = malloc(n)))
+			die("malloc failed");
+	double t0 = now_ns();
+	for (long i = 0; i < ops; i++) {
+		int s = (int)(xorshift(&rng) % LIVE);
+		free(live[s]);
+		if (!(live[s] = malloc(n)))
+			die("malloc failed");
+		live[s][0] = live[s][n - 1] = (unsigned char)s;
+	}
+	double per = (now_ns() - t0) / (double)ops;
+	for (int s = 0; s < LIVE; s++)
+		free(live[s]);
+	return per;
 }
 
 /* ---- realloc ---- */
@@ -226,7 +325,7 @@ static double memseti(long ops)
 int main(int argc, char **argv)
 {
 	static const struct bench_mode modes[] = {
-		{"prodcons", prodcons}, {"sweep", sweep}, {"realloc", grow}, {"large", large},
+		{"prodcons", prodcons}, {"sweep", sweep}, {"scatter", scatter}, {"teardown", teardown}, {"retake", retake}, {"realloc", grow}, {"large", large},
 		{"memset0", memset0}, {"memsetc", memsetc}, {"memsetv", memsetv}, {"memseti", memseti}};
 	BENCH_MAIN(modes, sizeof modes / sizeof modes[0], argc, argv);
 }

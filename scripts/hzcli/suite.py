@@ -107,6 +107,7 @@ CASES = [
     ("small 2", "ns", bench_case("alloc_bench", "small", "2")),
     ("prodcons", "ns", bench_case("churn_bench", "prodcons", "2000000")),
     ("sweep", "ns", bench_case("churn_bench", "sweep", "100000")),
+    ("scatter", "ns", bench_case("churn_bench", "scatter", "10000000")),
     ("realloc", "ns", bench_case("churn_bench", "realloc", "2000000")),
     ("large", "us", bench_case("churn_bench", "large", "2000")),
     ("server", "ns", bench_case("threads_bench", "server", "4000000")),
