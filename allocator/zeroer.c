@@ -428,6 +428,30 @@ static void rest(uint64_t ns, uint64_t gen)
 	pthread_mutex_unlock(&crew.lock);
 }
 
+/* The next look busy_ns later, twice as late each time in a row (up to
+ * BUSY_MAX_NS), the decay still at its tick, for the arenas the program
+ * does not free to meanwhile. */
+static void back_off(uint64_t *busy_ns, uint64_t *decay_at, uint64_t gen)
+{
+	uint64_t now = hz_os_now_ns();
+	if (now - *decay_at >= (uint64_t)IDLE_TICK_MS * 1000000u) {
+		hz_work_decay();
+		*decay_at = now;
+	}
+	rest(*busy_ns, gen);
+	*busy_ns = *busy_ns < BUSY_MAX_NS ? 2 * *busy_ns : BUSY_MAX_NS;
+}
+
+/* Whether a kick marked work pending since the last call; cleared. */
+static int take_pending(void)
+{
+	pthread_mutex_lock(&crew.lock);
+	int kicked = thread.pending;
+	thread.pending = 0;
+	pthread_mutex_unlock(&crew.lock);
+	return kicked;
+}
+
 static void *zeroer_main(void *arg)
 {
 	uint64_t gen = (uint64_t)(uintptr_t)arg;
@@ -444,16 +468,8 @@ static void *zeroer_main(void *arg)
 		cpu_base = cpu;
 		if (worked == HZ_WORK_BUSY) {
 			/* The program takes and frees large blocks: look again
-			 * once it may have stopped (arena_busy); the decay still
-			 * at its tick, for the arenas the program does not free
-			 * to meanwhile. */
-			uint64_t now = hz_os_now_ns();
-			if (now - decay_at >= (uint64_t)IDLE_TICK_MS * 1000000u) {
-				hz_work_decay();
-				decay_at = now;
-			}
-			rest(busy_ns, gen);
-			busy_ns = busy_ns < BUSY_MAX_NS ? 2 * busy_ns : BUSY_MAX_NS;
+			 * once it may have stopped (arena_busy). */
+			back_off(&busy_ns, &decay_at, gen);
 			deferred_since = 0;
 			idle_since = hz_os_now_ns();
 			continue;
@@ -476,6 +492,21 @@ static void *zeroer_main(void *arg)
 			idle_since = hz_os_now_ns();
 			continue;
 		}
+		/* A kick pending (a large free, or a malloc wanting the reserve,
+		 * during the look or the rest before it), and nothing to do now:
+		 * the program took its freed blocks back at once (a block freed
+		 * and taken again, back to back), or its faults defer the reserve
+		 * past the linger. Without this it looked again at once, every
+		 * arena's lock taken beside the program at each free:
+		 * churn_bench retake, 64 blocks of 1 MiB freed and taken again,
+		 * took 475 ns a block against 359, with 3,355 context switches a
+		 * million blocks against 34. As when busy, until work done or a
+		 * timed sleep. */
+		if (!stop && take_pending()) {
+			back_off(&busy_ns, &decay_at, gen);
+			idle_since = hz_os_now_ns();
+			continue;
+		}
 		int holds = stop ? 0 : hz_work_decay();
 		decay_at = hz_os_now_ns();
 		if (holds)
@@ -495,8 +526,7 @@ static void *zeroer_main(void *arg)
 			pthread_mutex_unlock(&crew.lock);
 			return NULL;
 		}
-		int kicked = thread.pending;
-		if (!kicked) {
+		if (!thread.pending) {
 			busy_ns = BUSY_NS; /* a run of busy looks ends in a timed sleep */
 			struct timespec t = after(holds ? (uint64_t)IDLE_TICK_MS * 1000000u : LINGER_NS);
 			thread.sleeping = 1;
@@ -506,21 +536,6 @@ static void *zeroer_main(void *arg)
 		}
 		thread.pending = 0;
 		pthread_mutex_unlock(&crew.lock);
-		/* A kick pending (a large free, or a malloc wanting the reserve,
-		 * during the look or the rest before it), and nothing to do now:
-		 * the program took its freed blocks back at once (a block freed
-		 * and taken again, back to back), or its faults defer the reserve
-		 * past the linger. Without this rest it looked again at once,
-		 * every arena's lock taken beside the program at each free:
-		 * churn_bench retake, 64 blocks of 1 MiB freed and taken again,
-		 * took 475 ns a block against 359, with 3,355 context switches a
-		 * million blocks against 34. As when busy: the next look busy_ns
-		 * later, twice as late each time in a row, until work done or a
-		 * timed sleep. */
-		if (kicked && !stop) {
-			rest(busy_ns, gen);
-			busy_ns = busy_ns < BUSY_MAX_NS ? 2 * busy_ns : BUSY_MAX_NS;
-		}
 	}
 	return NULL;
 }
