@@ -20,7 +20,8 @@
  * back to jemalloc through an explicit jemalloc thread cache of the
  * thread's own (tcache.create; jemalloc's automatic ones fill from the
  * thread's arena, not the cache's), out of any lock of the cache's, as
- * jemalloc's own thread caches fill and flush.
+ * jemalloc's own thread caches fill and flush: taken by its batch call,
+ * given back sized (no lookup of the block's page).
  *
  * A block of the cache is jemalloc's block in every other way: its
  * usable size, realloc, the extended API and statistics are jemalloc's
@@ -34,6 +35,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -277,34 +279,72 @@ static int central_start(unsigned c)
 
 /* ---- between a thread's stacks and jemalloc ---- */
 
-/* Up to n blocks of class c from jemalloc into to[], through the
- * thread's explicit cache (no lock of the cache's): how many. */
-static uint32_t fill(unsigned c, void **to, uint32_t n)
+/* jemalloc's batch allocation (its mallctl experimental.batch_alloc, an
+ * API of its own, of 5.3): many blocks of one class in one call, taken
+ * from the thread cache's bin at once and, where it is empty, through one
+ * mallocx that refills it from the arena's slabs. Asked for fewer blocks
+ * than a slab holds (jemalloc's nregs), it never takes whole fresh slabs
+ * past the arena's partly used ones. */
+struct je_batch {
+	void **ptrs;
+	size_t num;
+	size_t size;
+	int flags;
+};
+static size_t batch_mib[2];
+static int batch_ok; /* 1 where jemalloc has it and says each small class's nregs */
+static uint32_t batch_most[HZ_CACHE_CLASSES]; /* blocks a call asks for; 0: one mallocx a block */
+
+/* Up to n blocks of class c from jemalloc, the thread's explicit cache's
+ * (no lock of the cache's): how many. */
+static uint32_t take(unsigned c, void **to, uint32_t n)
 {
 	uint32_t i = 0;
-	for (; i < n; i++) {
-		void *p = hz_je_mallocx(class_size[c], tc.flags);
-		uintptr_t off = (uintptr_t)p - HZ_CACHE_BASE;
-		if (!p || off >= HZ_CACHE_SPAN) {
-			if (p) /* not the region's (jemalloc's own fallback): back */
-				hz_je_dallocx(p, tc.flags);
+	while (batch_ok && batch_most[c] && i < n) {
+		struct je_batch b = {to + i, n - i < batch_most[c] ? n - i : batch_most[c], class_size[c], tc.flags};
+		size_t got = 0, sz = sizeof got;
+		if (hz_je_mallctlbymib(batch_mib, 2, &got, &sz, &b, sizeof b) || !got || got > b.num)
 			break;
+		i += (uint32_t)got;
+		if (got < b.num) /* no memory, or jemalloc was busy in this thread */
+			break;
+	}
+	for (; i < n; i++)
+		if (!(to[i] = hz_je_mallocx(class_size[c], tc.flags)))
+			break;
+	return i;
+}
+
+/* Up to n blocks of class c from jemalloc into to[], each page's class
+ * written: how many. */
+static uint32_t fill(unsigned c, void **to, uint32_t n)
+{
+	uint32_t got = take(c, to, n), k = 0;
+	for (uint32_t i = 0; i < got; i++) {
+		void *p = to[i];
+		uintptr_t off = (uintptr_t)p - HZ_CACHE_BASE;
+		if (off >= HZ_CACHE_SPAN) { /* not the region's (jemalloc's own fallback): back */
+			hz_je_dallocx(p, tc.flags);
+			continue;
 		}
 		/* Its page's class, before any thread can free it: a page
 		 * changes class only once every block on it is jemalloc's. */
 		((uint8_t *)HZ_CACHE_TABLE)[off >> HZ_CACHE_PAGE_SHIFT] = (uint8_t)c;
-		to[i] = p;
+		to[k++] = p;
 	}
-	__atomic_fetch_add(&filled, i, __ATOMIC_RELAXED);
-	return i;
+	__atomic_fetch_add(&filled, k, __ATOMIC_RELAXED);
+	return k;
 }
 
-/* n blocks back to jemalloc, with mallocx flags (the thread's explicit
- * cache, or none). */
-static void flush(void *const *from, uint32_t n, int flags)
+/* n blocks of class c back to jemalloc, with mallocx flags (the
+ * thread's explicit cache, or none). Sized: a stack holds only blocks of
+ * its class's usable size, and the size spares jemalloc's free the
+ * lookup of the block's page in its radix tree, a cache miss a block
+ * where they are freed in another order than they were taken. */
+static void flush(unsigned c, void *const *from, uint32_t n, int flags)
 {
 	for (uint32_t i = 0; i < n; i++)
-		hz_je_dallocx(from[i], flags);
+		hz_je_sdallocx(from[i], class_size[c], flags);
 	__atomic_fetch_add(&flushed, n, __ATOMIC_RELAXED);
 }
 
@@ -407,7 +447,7 @@ static void give_back(void)
 		for (; n >= m && put(c, b->low + n - m, m); n -= m)
 			;
 		hz_small_cache_unlock(c);
-		flush(b->low, n, tc.flags);
+		flush(c, b->low, n, tc.flags);
 	}
 }
 
@@ -488,7 +528,7 @@ static HZ_NOINLINE void overflow(void *p, unsigned c)
 	int kept = put(c, b->low, m);
 	hz_small_cache_unlock(c);
 	if (!kept)
-		flush(b->low, m, tc.flags);
+		flush(c, b->low, m, tc.flags);
 	memmove(b->low, b->low + m, m * sizeof(void *));
 	b->low[m] = p;
 	b->top = b->low + m + 1;
@@ -653,6 +693,30 @@ static int conf_refuses(void)
 	return !hz_je_mallctl("opt.junk", &junk, &sz, NULL, 0) && junk && strcmp(junk, "false");
 }
 
+/* The batch call's mib, and per class how many blocks one call asks for:
+ * for jemalloc's small classes, fewer than a slab holds; for its large
+ * ones, a batch (taken from the thread cache's bin, then one a mallocx). */
+static void batch_start(void)
+{
+	const char *v = NULL;
+	size_t len = 2, sz = sizeof v;
+	if (hz_je_mallctl("version", &v, &sz, NULL, 0) || !v || strncmp(v, "5.3.", 4) ||
+	    hz_je_mallctlnametomib("experimental.batch_alloc", batch_mib, &len) || len != 2)
+		return;
+	for (unsigned c = 0; c < classes; c++) {
+		uint32_t nregs = LIST_MAX + 1;
+		if (c < small_classes) {
+			char name[48];
+			snprintf(name, sizeof name, "arenas.bin.%u.nregs", c);
+			sz = sizeof nregs;
+			if (hz_je_mallctl(name, &nregs, &sz, NULL, 0))
+				return;
+		}
+		batch_most[c] = nregs > 1 ? nregs - 1 : 0;
+	}
+	batch_ok = 1;
+}
+
 int hz_small_cache_install(struct hz_small_engine *e)
 {
 	if (!e->jemalloc || conf_refuses())
@@ -686,6 +750,7 @@ int hz_small_cache_install(struct hz_small_engine *e)
 		class_batches[c] = l < TRANSFER_BATCHES ? l : TRANSFER_BATCHES;
 		stack_slots += 2 * class_max[c];
 	}
+	batch_start();
 	if (pthread_key_create(&exit_key, thread_exit))
 		return -1;
 	e->malloc = cache_malloc;
@@ -718,7 +783,7 @@ void hz_small_cache_trim(void)
 	for (unsigned c = 0; c < classes; c++) {
 		struct central *k = &central[c];
 		hz_small_cache_lock(c);
-		flush(k->held, k->n, flags);
+		flush(c, k->held, k->n, flags);
 		__atomic_fetch_sub(&transfer_bytes, (size_t)k->n * class_size[c], __ATOMIC_RELAXED);
 		k->n = 0;
 		/* And its array back to its first size. */
