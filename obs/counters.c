@@ -1,16 +1,23 @@
-/* The counters (counters.c): per-thread blocks, linked, folded at thread
- * exit, reset in a forked child, summed for the report. */
+/* The counters (counters.c): per-thread blocks, taken at a thread's first
+ * count and passed on at its exit, reset in a forked child, summed for
+ * the report. */
 #include <pthread.h>
 #include <stdio.h>
 
+#include "../os/os.h"
 #include "obs.h"
 
-HZ_TLS struct hz_tstats hz_tstats;
+HZ_TLS struct hz_tstats *hz_tstats_self;
 const char *const hz_op_names[HZ_OPS] = {"malloc", "calloc", "realloc", "free", "memset"};
 
 static pthread_mutex_t tstats_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct hz_tstats *tstats_list; /* live threads' blocks */
-static struct hz_tstats tstats_gone;  /* threads that exited */
+static struct hz_tstats *tstats_all;  /* every block made: pushed, never taken out */
+static struct hz_tstats *tstats_free; /* exited threads' blocks; under the lock */
+/* Counts made where a thread has no block of its own: after its exit
+ * handler (another library's destructor), or where no memory could be
+ * mapped for one. Shared, so such counts may be lost; summed. */
+static struct hz_tstats tstats_late;
+static char *carve, *carve_end; /* blocks not yet handed out; under the lock */
 static pthread_key_t tstats_key;
 static int tstats_key_ok;
 
@@ -29,61 +36,109 @@ static void add(struct hz_tstats *to, const struct hz_tstats *from)
 	to->hinted_calls += from->hinted_calls;
 }
 
-static void unlink_locked(struct hz_tstats *t)
-{
-	for (struct hz_tstats **pp = &tstats_list; *pp; pp = &(*pp)->next)
-		if (*pp == t) {
-			*pp = t->next;
-			break;
-		}
-}
-
-/* Thread exit (a key destructor, while the thread's TLS is still there):
- * its counts go to the totals, its block leaves the list for good. */
+/* Thread exit (a key destructor): its block, counts kept, is there for
+ * the next thread to take; the thread counts into the shared one. */
 static void tstats_exit(void *arg)
 {
 	struct hz_tstats *t = arg;
 	pthread_mutex_lock(&tstats_lock);
-	unlink_locked(t);
-	add(&tstats_gone, t);
-	t->state = 2;
+	t->next_free = tstats_free;
+	tstats_free = t;
 	pthread_mutex_unlock(&tstats_lock);
+	hz_tstats_self = &tstats_late;
 }
 
-/* Never waits: counting may happen in a signal handler that interrupted
- * this very function or a report. When the lock is busy the block stays
- * unlinked for now and keeps counting; a later count links it. */
-void hz_tstats_link(struct hz_tstats *t)
+/* Blocks are carved out of mappings of POOL_BLOCKS, made where a system
+ * call is allowed (the library's start; a large block's malloc once
+ * fewer than POOL_LOW are left): a count, memset's among them, makes
+ * none. */
+#define POOL_BLOCKS 64
+#define POOL_LOW 16
+#define BLOCK_SIZE hz_round_up(sizeof(struct hz_tstats), 64)
+int hz_tstats_low;
+
+/* A block no thread counts into, under the lock: an exited thread's, or
+ * a new one (zero, *fresh set). NULL where the mappings are spent. */
+static struct hz_tstats *take_locked(int *fresh)
 {
-	/* The key first, whether or not the lock is had: a thread that exits
-	 * before a later count links it still has its counts folded in (its
-	 * destructor adds an unlinked block as a linked one). The key exists
-	 * from setup on; a thread that counted before it (the main thread)
-	 * is summed until exit anyway. */
-	if (tstats_key_ok)
-		pthread_setspecific(tstats_key, t);
-	if (pthread_mutex_trylock(&tstats_lock))
-		return;
-	if (!t->state) {
-		t->next = tstats_list;
-		tstats_list = t;
-		t->state = 1;
+	struct hz_tstats *t = tstats_free;
+	if (t) {
+		tstats_free = t->next_free;
+		return t;
+	}
+	if ((size_t)(carve_end - carve) < POOL_LOW * BLOCK_SIZE)
+		__atomic_store_n(&hz_tstats_low, 1, __ATOMIC_RELAXED);
+	if ((size_t)(carve_end - carve) < BLOCK_SIZE)
+		return NULL;
+	t = (struct hz_tstats *)carve;
+	carve += BLOCK_SIZE;
+	*fresh = 1;
+	return t;
+}
+
+void hz_counters_reserve(void)
+{
+	void *m;
+	size_t len = hz_round_up(POOL_BLOCKS * BLOCK_SIZE, hz_page_size);
+	if (hz_os_map(len, hz_page_size, &m))
+		return; /* the flag stays: tried again at the next one */
+	pthread_mutex_lock(&tstats_lock);
+	if ((size_t)(carve_end - carve) < POOL_LOW * BLOCK_SIZE) {
+		/* What is left of the old mapping (never touched) stays unused. */
+		carve = m;
+		carve_end = carve + len;
+		m = NULL;
+		__atomic_store_n(&hz_tstats_low, 0, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&tstats_lock);
+	if (m)
+		hz_os_unmap(m, len);
+}
+
+/* Never waits, and makes no system call: counting may happen in memset,
+ * and in a signal handler that interrupted this very function or a
+ * report. Where the lock is busy or the mappings are spent, the count
+ * goes to the shared block, and a later one tries again. A block that
+ * has never counted joins the list of every block (a push that needs no
+ * lock). */
+struct hz_tstats *hz_tstats_take(void)
+{
+	struct hz_tstats *t = NULL;
+	int fresh = 0;
+	if (pthread_mutex_trylock(&tstats_lock))
+		return &tstats_late;
+	t = take_locked(&fresh);
+	pthread_mutex_unlock(&tstats_lock);
+	if (!t)
+		return &tstats_late;
+	if (fresh) {
+		struct hz_tstats *head = __atomic_load_n(&tstats_all, __ATOMIC_RELAXED);
+		do
+			t->next = head;
+		while (!__atomic_compare_exchange_n(&tstats_all, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+	}
+	/* The key, so that the block is passed on at the thread's exit. The
+	 * main thread's never is (exit runs no key destructors). */
+	if (tstats_key_ok)
+		pthread_setspecific(tstats_key, t);
+	hz_tstats_self = t;
+	return t;
 }
 
 void hz_tstats_sum(struct hz_tstats *out)
 {
 	hz_memzero(out, sizeof *out);
 	pthread_mutex_lock(&tstats_lock);
-	add(out, &tstats_gone);
-	for (struct hz_tstats *t = tstats_list; t; t = t->next)
+	add(out, &tstats_late);
+	for (struct hz_tstats *t = __atomic_load_n(&tstats_all, __ATOMIC_ACQUIRE); t; t = t->next)
 		add(out, t);
 	pthread_mutex_unlock(&tstats_lock);
 }
 
 /* fork: the lock is taken around it; the child counts from zero (the
- * engine's counters too), with only its own thread's block. */
+ * engine's counters too): every block cleared, and every block but the
+ * calling thread's there to take again (the other threads are not in
+ * the child). */
 void hz_counters_fork_prepare(void)
 {
 	pthread_mutex_lock(&tstats_lock);
@@ -96,14 +151,17 @@ void hz_counters_fork_parent(void)
 
 void hz_counters_fork_child(void)
 {
-	struct hz_tstats *me = &hz_tstats;
-	hz_memzero(&tstats_gone, sizeof tstats_gone);
-	tstats_list = NULL;
-	int linked = me->state == 1;
-	hz_memzero(me, sizeof *me);
-	if (linked) {
-		me->state = 1;
-		tstats_list = me;
+	struct hz_tstats *me = hz_tstats_self;
+	hz_memzero(&tstats_late, sizeof tstats_late);
+	tstats_free = NULL;
+	for (struct hz_tstats *t = tstats_all; t; t = t->next) {
+		struct hz_tstats *next = t->next;
+		hz_memzero(t, sizeof *t);
+		t->next = next;
+		if (t != me) {
+			t->next_free = tstats_free;
+			tstats_free = t;
+		}
 	}
 	pthread_mutex_unlock(&tstats_lock);
 }
@@ -111,4 +169,5 @@ void hz_counters_fork_child(void)
 void hz_counters_setup(void)
 {
 	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
+	hz_counters_reserve();
 }

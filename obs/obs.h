@@ -28,18 +28,22 @@ typedef void (*hz_counter_fn)(void *arg, const char *name, uint64_t value, int g
  * in process-wide atomics. */
 
 /* ---- the counts, per thread ----
- * Each thread counts into its own block (initial-exec TLS: no lock, no
- * atomic, so no count waits for the stores of the clear before it to
- * drain); blocks are linked into a list the first time they count and
- * summed on report. A thread's block is folded into the process totals
- * when it exits; a forked child starts from zero. Calls and bytes per
- * operation and size class: class k (1..64) holds sizes in
- * [2^(k-1), 2^k), class 1 also the size 0 (free counts there: the size of
- * a block being freed is not looked up). memset counts sizes above
- * HZ_FRONT_MAX only: the small path stays as it is. Then what the engine
- * cleared, per kernel (fills of at least HZ_COUNT_MIN bytes). A count
- * made by a signal handler that interrupts a count of the same thread may
- * be lost. */
+ * Each thread counts into a block of its own (no lock, no atomic, so no
+ * count waits for the stores of the clear before it to drain), found
+ * through a pointer in initial-exec TLS: the blocks, 5.5 KiB each, are
+ * mapped ahead (a count makes no system call) and not in every thread's
+ * static TLS, which ld.so clears at each thread's
+ * start (the pages it spans below the thread's descriptor fault in for
+ * every new stack). A thread takes its block at its first count: one an
+ * exited thread left, or a new one; every block ever made stays in one
+ * list and is summed on report, so a block passed on keeps its counts.
+ * A forked child starts from zero. Calls and bytes per operation and
+ * size class: class k (1..64) holds sizes in [2^(k-1), 2^k), class 1
+ * also the size 0 (free counts there: the size of a block being freed is
+ * not looked up). memset counts sizes above HZ_FRONT_MAX only: the small
+ * path stays as it is. Then what the engine cleared, per kernel (fills
+ * of at least HZ_COUNT_MIN bytes). A count made by a signal handler that
+ * interrupts a count of the same thread may be lost. */
 enum hz_op { HZ_OP_MALLOC, HZ_OP_CALLOC, HZ_OP_REALLOC, HZ_OP_FREE, HZ_OP_MEMSET, HZ_OPS };
 #define HZ_CLASSES 65
 struct hz_tstats {
@@ -48,19 +52,24 @@ struct hz_tstats {
 	uint64_t kcalls[HZ_MAX_KERNELS], kbytes[HZ_MAX_KERNELS]; /* fills per kernel */
 	uint64_t memset_chk_calls; /* __memset_chk of at least HZ_COUNT_MIN */
 	uint64_t hinted_calls;     /* hinted clears that had a hint */
-	struct hz_tstats *next;
-	int state; /* 0: not linked yet, 1: linked, 2: folded at thread exit */
+	struct hz_tstats *next;      /* every block made, for the sums */
+	struct hz_tstats *next_free; /* blocks of exited threads, to take again */
 };
-extern HZ_TLS struct hz_tstats hz_tstats;
-HZ_NOINLINE void hz_tstats_link(struct hz_tstats *t);
+extern HZ_TLS struct hz_tstats *hz_tstats_self;
+HZ_NOINLINE struct hz_tstats *hz_tstats_take(void);
+/* Set when the blocks mapped for threads to take run low: the caller of
+ * a call that may make system calls (a large block's malloc) then maps
+ * more with hz_counters_reserve. */
+extern int hz_tstats_low;
+void hz_counters_reserve(void);
 extern const char *const hz_op_names[HZ_OPS];
 
-/* This thread's block, linked (the first count of a thread links it). */
+/* This thread's block (the first count of a thread takes it). */
 static inline struct hz_tstats *hz_tstats_mine(void)
 {
-	struct hz_tstats *t = &hz_tstats;
-	if (hz_unlikely(!t->state))
-		hz_tstats_link(t);
+	struct hz_tstats *t = hz_tstats_self;
+	if (hz_unlikely(!t))
+		t = hz_tstats_take();
 	return t;
 }
 

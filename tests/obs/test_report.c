@@ -1,13 +1,16 @@
 /* The report: a room's figures and the size classes in each
  * of the three formats, written to a file on demand; the process's mode
  * and own figures; figures by name; Prometheus names; bad formats, paths
- * and labels refused. */
+ * and labels refused; the per-thread counts across threads' exits and a
+ * fork. */
 #include <criterion/criterion.h>
 #include <errno.h>
+#include <pthread.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../../os/os.h"
@@ -171,4 +174,146 @@ Test(report, prometheus_names)
 			cr_assert_str_eq(pn, want);
 		}
 	regfree(&re);
+}
+
+/* The counts of reallocs of 1 MiB (class 21), summed over every thread. */
+static uint64_t counted(void)
+{
+	struct hz_tstats t;
+	hz_tstats_sum(&t);
+	return t.calls[HZ_OP_REALLOC][21];
+}
+
+static pthread_barrier_t *together; /* where set, threads exit only once all have counted */
+
+static void *count_three(void *arg)
+{
+	for (int i = 0; i < 3; i++)
+		hz_count(HZ_OP_REALLOC, 1 << 20);
+	*(struct hz_tstats **)arg = hz_tstats_self;
+	if (together)
+		pthread_barrier_wait(together);
+	return NULL;
+}
+
+/* Threads that count and exit: nothing lost, each exited thread's block
+ * taken by the next thread (one after the other: one block for them all),
+ * and at most one block each for threads that run at once. */
+Test(counters, threads_pass_blocks_on)
+{
+	hz_counters_setup();
+	struct hz_tstats *seen[200];
+	for (int i = 0; i < 200; i++) {
+		pthread_t th;
+		cr_assert_eq(pthread_create(&th, NULL, count_three, &seen[i]), 0);
+		cr_assert_eq(pthread_join(th, NULL), 0);
+		cr_assert_not_null(seen[i]);
+		cr_assert_eq(seen[i], seen[0], "thread %d took a new block", i);
+	}
+	cr_assert_eq(counted(), 600);
+	pthread_barrier_t b4;
+	cr_assert_eq(pthread_barrier_init(&b4, NULL, 4), 0);
+	together = &b4;
+	struct hz_tstats *all[20 * 4];
+	for (int round = 0; round < 20; round++) {
+		pthread_t th[4];
+		struct hz_tstats **b = &all[round * 4];
+		for (int i = 0; i < 4; i++)
+			cr_assert_eq(pthread_create(&th[i], NULL, count_three, &b[i]), 0);
+		for (int i = 0; i < 4; i++)
+			cr_assert_eq(pthread_join(th[i], NULL), 0);
+		for (int i = 0; i < 4; i++)
+			for (int j = 0; j < i; j++)
+				cr_assert_neq(b[i], b[j], "two live threads shared a block");
+	}
+	together = NULL;
+	cr_assert_eq(counted(), 600 + 20 * 4 * 3);
+	/* Blocks are passed on: 4 at a time took at most 4 in all. */
+	int blocks = 0;
+	for (int i = 0; i < 20 * 4; i++) {
+		int again = 0;
+		for (int j = 0; j < i; j++)
+			again |= all[j] == all[i];
+		blocks += !again;
+	}
+	cr_assert_leq(blocks, 4, "%d blocks for 4 threads at a time", blocks);
+}
+
+static void *count_and_wait(void *arg)
+{
+	hz_count(HZ_OP_REALLOC, 1 << 20);
+	*(struct hz_tstats **)arg = hz_tstats_self;
+	pthread_barrier_wait(together);
+	return NULL;
+}
+
+/* n threads live at once, each counting once: how many distinct blocks. */
+static int live_at_once(int n)
+{
+	pthread_t th[100];
+	struct hz_tstats *b[100];
+	pthread_barrier_t bar;
+	cr_assert_eq(pthread_barrier_init(&bar, NULL, (unsigned)n), 0);
+	together = &bar;
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(pthread_create(&th[i], NULL, count_and_wait, &b[i]), 0);
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(pthread_join(th[i], NULL), 0);
+	together = NULL;
+	pthread_barrier_destroy(&bar);
+	int own = 0;
+	for (int i = 0; i < n; i++) {
+		int again = 0;
+		for (int j = 0; j < i; j++)
+			again |= b[j] == b[i];
+		own += !again && b[i];
+	}
+	return own;
+}
+
+/* More threads at once than the blocks mapped ahead: the flag asks for
+ * more, and once they are mapped every thread has a block of its own. */
+Test(counters, blocks_mapped_again_when_low)
+{
+	hz_counters_setup();
+	cr_assert_eq(hz_tstats_low, 0);
+	live_at_once(100);
+	cr_assert_eq(hz_tstats_low, 1, "100 threads at once, and no call for more blocks");
+	hz_counters_reserve();
+	cr_assert_eq(hz_tstats_low, 0);
+	/* Those without a block of their own counted into the shared one,
+	 * where counts made at the same moment may be lost. */
+	uint64_t first = counted();
+	cr_assert(first > 64 && first <= 100, "%llu of 100 counted", (unsigned long long)first);
+	/* The first 100 left their blocks for these, and more were mapped. */
+	cr_assert_eq(live_at_once(100), 100);
+	cr_assert_eq(counted(), first + 100);
+}
+
+/* A forked child counts from zero, and its parent as before. */
+Test(counters, fork_child_from_zero)
+{
+	hz_counters_setup();
+	pthread_t th;
+	struct hz_tstats *b;
+	cr_assert_eq(pthread_create(&th, NULL, count_three, &b), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	hz_count(HZ_OP_REALLOC, 1 << 20);
+	cr_assert_eq(counted(), 4);
+	pid_t pid = fork(); /* the rooms' fork handlers are registered (util/setup.c) */
+	cr_assert_geq(pid, 0);
+	if (!pid) {
+		int bad = counted() != 0;
+		hz_count(HZ_OP_REALLOC, 1 << 20);
+		bad |= (counted() != 1) << 1;
+		/* A thread of the child takes the parent's exited thread's block, cleared. */
+		if (pthread_create(&th, NULL, count_three, &b) || pthread_join(th, NULL))
+			bad |= 4;
+		bad |= (counted() != 4) << 3;
+		_exit(bad);
+	}
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child: status %#x", st);
+	cr_assert_eq(counted(), 4);
 }
