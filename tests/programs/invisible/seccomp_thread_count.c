@@ -5,8 +5,9 @@
  * the library the count takes the thread's block of counts, which must
  * come from blocks mapped ahead, not from a mapping made there (more
  * threads than those count into a shared block). Every thread reports
- * its bytes right; the library's memset.large.calls counts at least
- * one call of each thread that had a block of its own. */
+ * its bytes right; the library's memset.large.calls counts between half
+ * of the calls and all of them (a thread that found the lock busy
+ * counts into the shared block, where counts made at once may be lost). */
 #include "invisible.h"
 
 #include <linux/filter.h>
@@ -77,7 +78,7 @@ int main(void)
 			fail("thread %d %s", i, done[i] ? "left bytes unwritten" : "was killed by its filter");
 	if (under_hz()) {
 		uint64_t calls = counter("memset.large.calls") - before;
-		if (calls < 64)
+		if (calls < THREADS / 2 || calls > THREADS)
 			fail("memset.large.calls rose by %llu for %d threads", (unsigned long long)calls, THREADS);
 		note("memset in %d new filtered threads: %llu counted", THREADS, (unsigned long long)calls);
 	}
