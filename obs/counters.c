@@ -87,8 +87,13 @@ void hz_counters_reserve(void)
 {
 	void *m;
 	size_t len = hz_round_up(POOL_BLOCKS * BLOCK_SIZE, hz_page_size);
-	if (hz_os_map(len, hz_page_size, &m))
-		return; /* the flag stays: tried again at the next one */
+	if (hz_os_map(len, hz_page_size, &m)) {
+		/* Tried again once a thread finds the blocks low again, not at
+		 * every large malloc (a mapping refused under ulimit -v stays
+		 * refused a while). */
+		__atomic_store_n(&hz_tstats_low, 0, __ATOMIC_RELAXED);
+		return;
+	}
 	pthread_mutex_lock(&tstats_lock);
 	if ((size_t)(carve_end - carve) < POOL_LOW * BLOCK_SIZE) {
 		/* What is left of the old mapping (never touched) stays unused. */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -301,6 +302,39 @@ Test(counters, blocks_mapped_again_when_low)
 	cr_assert_geq(own, 90, "%d of 100 threads had a block of their own", own);
 	uint64_t second = counted() - first;
 	cr_assert(second >= 90 && second <= 100, "%llu of 100 counted", (unsigned long long)second);
+}
+
+/* A mapping for more blocks refused (the address-space limit reached):
+ * the flag is cleared, so that large mallocs do not each try again, and
+ * set again once a thread finds the blocks spent; then mapped. */
+Test(counters, refused_mapping_tried_again_later)
+{
+	hz_counters_setup();
+	live_at_once(100);
+	cr_assert_eq(hz_tstats_low, 1);
+	struct rlimit old, tight;
+	cr_assert_eq(getrlimit(RLIMIT_AS, &old), 0);
+	size_t vsz = 0;
+	FILE *f = fopen("/proc/self/statm", "r");
+	cr_assert_not_null(f);
+	cr_assert_eq(fscanf(f, "%zu", &vsz), 1);
+	fclose(f);
+	tight = old;
+	tight.rlim_cur = vsz * (size_t)sysconf(_SC_PAGESIZE) + (64 << 10);
+	cr_assert_eq(setrlimit(RLIMIT_AS, &tight), 0);
+	hz_counters_reserve();
+	int low = hz_tstats_low;
+	cr_assert_eq(setrlimit(RLIMIT_AS, &old), 0);
+	cr_assert_eq(low, 0, "a refused mapping left the flag set");
+	/* Threads that find the blocks spent count into the shared block,
+	 * and ask again. */
+	uint64_t before = counted();
+	live_at_once(100);
+	uint64_t now = counted() - before;
+	cr_assert(now >= 50 && now <= 100, "%llu of 100 counted", (unsigned long long)now);
+	cr_assert_eq(hz_tstats_low, 1);
+	hz_counters_reserve();
+	cr_assert_eq(hz_tstats_low, 0);
 }
 
 /* A forked child counts from zero, and its parent as before. */
