@@ -187,5 +187,4 @@ void hz_counters_fork_child(void)
 void hz_counters_setup(void)
 {
 	tstats_key_ok = !pthread_key_create(&tstats_key, tstats_exit);
-	hz_counters_reserve();
 }

@@ -144,7 +144,8 @@ static inline void *hz_zero_hinted_counted(void *p, size_t n, const void *hint)
 }
 
 /* Starts the per-thread blocks' exit handling (the library's
- * initialisation, before threads are made). */
+ * initialisation, before threads are made). The first blocks are mapped
+ * by hz_counters_reserve, at the allocator's start. */
 void hz_counters_setup(void);
 /* fork (hz_obs_fork_*): the blocks' lock around it; the child counts
  * from zero, with only its own thread's block. */

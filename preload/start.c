@@ -135,6 +135,10 @@ void hz_allocator_start(void)
 	}
 	hz_os_init();
 	hz_options_load();
+	/* The counters' first blocks are mapped before jemalloc's tables'
+	 * pages may be given back below: mapped after, the kernel may place
+	 * them in the tables' hole, which mallctl could then not map again. */
+	hz_counters_reserve();
 	if (!decide_mode()) {
 		/* Small blocks to jemalloc, or to the next allocator: where
 		 * decide_small says so, or where jemalloc's tables cannot be

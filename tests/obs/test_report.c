@@ -203,6 +203,7 @@ static void *count_three(void *arg)
 Test(counters, threads_pass_blocks_on)
 {
 	hz_counters_setup();
+	hz_counters_reserve(); /* as the allocator's start does */
 	struct hz_tstats *seen[200];
 	for (int i = 0; i < 200; i++) {
 		pthread_t th;
@@ -290,6 +291,7 @@ static int live_at_once(int n)
 Test(counters, blocks_mapped_again_when_low)
 {
 	hz_counters_setup();
+	hz_counters_reserve(); /* as the allocator's start does */
 	cr_assert_eq(hz_tstats_low, 0);
 	live_at_once(100);
 	cr_assert_eq(hz_tstats_low, 1, "100 threads at once, and no call for more blocks");
@@ -310,6 +312,7 @@ Test(counters, blocks_mapped_again_when_low)
 Test(counters, refused_mapping_tried_again_later)
 {
 	hz_counters_setup();
+	hz_counters_reserve(); /* as the allocator's start does */
 	live_at_once(100);
 	cr_assert_eq(hz_tstats_low, 1);
 	struct rlimit old, tight;
@@ -341,6 +344,7 @@ Test(counters, refused_mapping_tried_again_later)
 Test(counters, fork_child_from_zero)
 {
 	hz_counters_setup();
+	hz_counters_reserve(); /* as the allocator's start does */
 	pthread_t th;
 	struct hz_tstats *b;
 	cr_assert_eq(pthread_create(&th, NULL, count_three, &b), 0);
