@@ -672,6 +672,7 @@ struct hz_arena_counters {
 	uint64_t reserve_hits, reserve_misses; /* blocks handed out all in memory, or not */
 	uint64_t unused;                       /* bytes the zeroer cleared or populated, released before a block took them */
 	uint64_t refaulted, refaults;          /* bytes handed out again after a release, and the faults they cost (estimated) */
+	uint64_t kept_taken;                   /* blocks handed out whole from the kept ones (run.c) */
 };
 
 /* The zeroer's recent record in an arena for one kind of its work
@@ -692,6 +693,21 @@ static inline unsigned hz_take_class(size_t bytes)
 	return c < HZ_TAKE_CLASSES ? c : HZ_TAKE_CLASSES - 1;
 }
 
+/* A chunk block freed and kept whole (arena.c): still used in its chunk
+ * (its pages dirty, its length at its first page), no longer the
+ * program's. */
+struct hz_run_kept {
+	struct hz_chunk *c;
+	unsigned char *p;
+	size_t npages;
+};
+/* An arena keeps the blocks of up to HZ_RUN_KEEP_MAX freed last, up to
+ * HZ_RUN_KEEP of them and HZ_RUN_KEEP_BYTES in all. */
+#define HZ_RUN_KEEP 4
+#define HZ_RUN_KEEP_MAX ((size_t)2 << 20)
+#define HZ_RUN_KEEP_BYTES ((size_t)4 << 20)
+#define HZ_RUN_KEEP_TICK 16
+
 struct hz_arena {
 	pthread_mutex_t lock;
 	pthread_cond_t claim_done; /* a claim in this arena ended (claim.c) */
@@ -710,6 +726,11 @@ struct hz_arena {
 				    * the reserve refills up to this much (budget.c) */
 	struct hz_record populated, cleared; /* the zeroer's recent record here */
 	uint8_t takes[HZ_TAKE_CLASSES];    /* blocks taken of each size class, up to 2 (budget.c) */
+	struct hz_run_kept kept[HZ_RUN_KEEP]; /* blocks freed, to be taken again whole (arena.c) */
+	unsigned nkept;            /* how many, the most recently freed last */
+	size_t kept_bytes;         /* their bytes */
+	unsigned keep_ticks;       /* blocks kept: the decay's pass at every HZ_RUN_KEEP_TICK-th (run.c) */
+	size_t last_npages;        /* the length of the chunk block it handed out last (run.c) */
 	struct hz_arena_counters n;
 };
 
@@ -730,8 +751,20 @@ static inline struct hz_arena *hz_arena_of(unsigned owner)
  * under it. 0, or -1 when memory or address space is out. */
 int hz_arena_grow(struct hz_arena *a);
 
+/* Kept blocks (struct hz_run_kept), every call with a's lock held: c's
+ * live block at p of npages kept, the oldest kept freed into their chunks
+ * to make room (how many: dirty memory for the zeroer); whether p is
+ * kept (freed already); a kept block of
+ * npages aligned to align bytes, no longer kept, or NULL; every kept
+ * block freed into its chunk, where a purge or the budget can release its
+ * pages. */
+int hz_arena_keep(struct hz_arena *a, struct hz_chunk *c, void *p, size_t npages);
+int hz_arena_is_kept(const struct hz_arena *a, const void *p);
+void *hz_arena_take_kept(struct hz_arena *a, size_t npages, size_t align);
+void hz_arena_drop_kept(struct hz_arena *a);
+
 /* The arena's free bytes in memory (lock held): dirty chunk pages, clean
- * ones (the reserve) and cached huge blocks. */
+ * ones (the reserve), kept chunk blocks and cached huge blocks. */
 size_t hz_arena_free_bytes(const struct hz_arena *a);
 /* Its free clean chunk pages, in bytes (lock held): its share of the
  * reserve. */
@@ -783,6 +816,10 @@ void hz_arena_quiesce(struct hz_arena *a);
 extern size_t hz_budget_dirty_max;
 extern uint64_t hz_budget_decay_ns;
 extern size_t hz_budget_reserve_max;
+/* Whether a thread of the library (the background zeroer, where it is
+ * enabled: large.c sets it) runs the decay's pass on its tick, every
+ * 250 ms while the arenas hold free memory; otherwise frees run it. */
+extern int hz_budget_ticked;
 
 /* As configured (at setup, before any block); then fitted to the limits
  * by hz_budget_fit. */
@@ -1055,12 +1092,22 @@ struct hz_handout {
 void *hz_run_alloc(size_t npages, size_t align, int zero, struct hz_handout *out);
 /* The length in bytes of the live block at p in chunk c, or 0. */
 size_t hz_run_usable(struct hz_chunk *c, const void *p);
-/* Frees the live block at p in chunk c: 0, or -1 when p is not one.
- * cleared: its bytes were made zero (hardened mode): its pages are clean,
- * but for its last fresh_tail, which are not in memory either (a guard
- * span given back): fresh. grown: realloc moved its bytes to a larger
- * block (hz_budget_freed). */
+/* Frees the live block at p in chunk c: 0 when dirty memory went back
+ * to a chunk (the block, or older kept blocks making room for it), 1 when
+ * it is kept whole for a malloc of its length (hz_run_take_kept: up to
+ * HZ_RUN_KEEP_MAX, neither cleared nor grown) and nothing else changed,
+ * or -1 when p is not a live block. cleared: its
+ * bytes were made zero (hardened mode): its pages are clean, but for its
+ * last fresh_tail, which are not in memory either (a guard span given
+ * back): fresh. grown: realloc moved its bytes to a larger block
+ * (hz_budget_freed). */
 int hz_run_free(struct hz_chunk *c, void *p, int cleared, size_t fresh_tail, int grown);
+/* A block of npages kept by the calling thread's arena, aligned to align
+ * bytes, taken as it was freed (its bytes as the program left them: for
+ * malloc, never calloc): no fit, no page state to change. NULL when
+ * there is none, or the arena's lock is busy. */
+void *hz_run_take_kept(size_t npages, size_t align);
+
 /* Resizes the live block at p in chunk c (old bytes) to size bytes in
  * place: 0, or -1 when the pages after it are not free. */
 int hz_run_resize(struct hz_chunk *c, void *p, size_t old, size_t size);
@@ -1314,12 +1361,17 @@ extern int hz_large_pressed;
 /* A block of at least size bytes (0 < size <= hz_block_max), aligned
  * to align (a power of two from HZ_PAGE to HZ_HUGE_SIZE: chunks and huge
  * blocks are chunk-aligned, so a run is placed on the alignment); with
- * zero set its bytes read as zero, cleared only where pages were dirty (a
- * recycled huge block is cleared whole, hinted at its first page). NULL
- * with errno ENOMEM when size is out of range or memory is exhausted.
- * Near a memory cgroup's limit, the arenas give their free memory back
- * first. */
-void *hz_large_alloc_aligned(size_t size, size_t align, int zero);
+ * HZ_LARGE_ZERO in how its bytes read as zero, cleared only where pages
+ * were dirty (a recycled huge block is cleared whole, hinted at its first
+ * page); with HZ_LARGE_NOT_KEPT, never a kept block (a calloc's A arm,
+ * which clears the block itself and is compared with arm B, which never
+ * takes one); with neither, a kept block of its length first. NULL with
+ * errno ENOMEM when size is out of range or memory is exhausted. Near a
+ * memory cgroup's limit, the arenas give their free memory back first
+ * (not read where a kept block serves). */
+#define HZ_LARGE_ZERO 1
+#define HZ_LARGE_NOT_KEPT 2
+void *hz_large_alloc_aligned(size_t size, size_t align, int how);
 static inline void *hz_large_alloc(size_t size, int zero)
 {
 	return hz_large_alloc_aligned(size, HZ_PAGE, zero);
@@ -1398,6 +1450,8 @@ struct hz_large_stats {
 	uint64_t reserve_unused_bytes; /* the zeroer's work released before a block took it */
 	uint64_t pressure_checks, pressure_releases, pressure_bytes; /* near the cgroup's limit */
 	uint64_t refaulted_bytes, refaults; /* handed out again after a release; the faults that cost */
+	size_t kept_bytes;                  /* chunk blocks freed and kept whole (part of dirty_free_bytes) */
+	uint64_t kept_taken;                /* blocks handed out from them */
 };
 void hz_large_stats(struct hz_large_stats *out);
 /* The same, by name, for the report (an obs.h source). */

@@ -101,7 +101,7 @@ size_t hz_arena_clean_bytes(const struct hz_arena *a)
 
 size_t hz_arena_free_bytes(const struct hz_arena *a)
 {
-	return (free_pages(a, 1) << HZ_PAGE_SHIFT) + a->cached;
+	return (free_pages(a, 1) << HZ_PAGE_SHIFT) + a->kept_bytes + a->cached;
 }
 
 /* The sum over every arena, each under its lock, of its free bytes in
@@ -201,4 +201,68 @@ void hz_arena_quiesce(struct hz_arena *a)
 {
 	while (hz_claim_busy(a))
 		pthread_cond_wait(&a->claim_done, &a->lock);
+}
+
+/* ---- kept blocks ----
+ * A program that frees a block and mallocs one of the same length (a
+ * buffer per request; sweep's and retake's 1 MiB) takes the block it
+ * freed back whole: no fit, no page state counted and changed twice.
+ * Kept blocks stay used in their chunks, dirty (a malloc's program wrote
+ * them); they count as the arena's free memory in memory, which its
+ * budget and decay see, and whose release (budget.c: release_oldest,
+ * trim) frees them into their chunks first. A calloc never takes one:
+ * its zero knowledge is the chunk's. */
+
+/* Removes the kept block k from the list. */
+static void unlist(struct hz_arena *a, unsigned k)
+{
+	a->kept_bytes -= a->kept[k].npages << HZ_PAGE_SHIFT;
+	for (unsigned j = k + 1; j < a->nkept; j++)
+		a->kept[j - 1] = a->kept[j];
+	__atomic_store_n(&a->nkept, a->nkept - 1, __ATOMIC_RELAXED);
+}
+
+/* The oldest kept block freed into its chunk. */
+static void drop_oldest(struct hz_arena *a)
+{
+	hz_chunk_free(a->kept[0].c, a->kept[0].p);
+	unlist(a, 0);
+}
+
+void hz_arena_drop_kept(struct hz_arena *a)
+{
+	while (a->nkept)
+		drop_oldest(a);
+}
+
+int hz_arena_is_kept(const struct hz_arena *a, const void *p)
+{
+	for (unsigned k = 0; k < a->nkept; k++)
+		if (a->kept[k].p == p)
+			return 1;
+	return 0;
+}
+
+int hz_arena_keep(struct hz_arena *a, struct hz_chunk *c, void *p, size_t npages)
+{
+	size_t bytes = npages << HZ_PAGE_SHIFT;
+	int dropped = 0;
+	for (; a->nkept && (a->nkept == HZ_RUN_KEEP || a->kept_bytes + bytes > HZ_RUN_KEEP_BYTES); dropped++)
+		drop_oldest(a);
+	a->kept[a->nkept] = (struct hz_run_kept){c, p, npages};
+	a->kept_bytes += bytes;
+	__atomic_store_n(&a->nkept, a->nkept + 1, __ATOMIC_RELAXED);
+	return dropped;
+}
+
+void *hz_arena_take_kept(struct hz_arena *a, size_t npages, size_t align)
+{
+	for (unsigned k = a->nkept; k-- > 0;) {
+		unsigned char *p = a->kept[k].p;
+		if (a->kept[k].npages == npages && !((uintptr_t)p & (align - 1))) {
+			unlist(a, k);
+			return p;
+		}
+	}
+	return NULL;
 }

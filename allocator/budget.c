@@ -5,6 +5,7 @@
 size_t hz_budget_dirty_max;
 uint64_t hz_budget_decay_ns;
 size_t hz_budget_reserve_max;
+int hz_budget_ticked;
 /* As configured, before a cgroup's limit bounds them. */
 static size_t dirty_max_cfg, reserve_cfg;
 
@@ -92,6 +93,7 @@ static void release_oldest(struct hz_arena *a, size_t keep)
 {
 	struct hz_purge g; /* 5 KiB */
 	hz_purge_begin(&g);
+	hz_arena_drop_kept(a); /* into their chunks, where they can be released */
 	size_t held = hz_arena_free_bytes(a);
 	for (unsigned k = 0; k < a->nchunks; k++)
 		a->chunks[k]->tried = 0;
@@ -231,6 +233,7 @@ size_t hz_budget_trim(struct hz_arena *a)
 	struct hz_purge g; /* 5 KiB */
 	hz_purge_begin(&g);
 	hz_arena_quiesce(a);
+	hz_arena_drop_kept(a);
 	for (unsigned k = 0; k < a->nchunks; k++)
 		hz_purge_gather(&g, a->chunks[k], 1, SIZE_MAX);
 	size_t bytes = hz_arena_count_purge(a, &g.total, hz_purge_flush(&g));

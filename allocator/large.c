@@ -27,6 +27,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_helpers_setup(cfg->threads);
 	hz_populate_setup(cfg->populate);
 	hz_zeroer_enabled = cfg->background;
+	hz_budget_ticked = cfg->background;
 	hz_hardened_setup(cfg->hardened);
 	limit_fitted = hz_budget_fit();
 }
@@ -100,8 +101,9 @@ static size_t guard_in(size_t n)
 	return n > HZ_HUGE_SIZE && !hz_huge_fitted ? HZ_HUGE_SIZE : HZ_PAGE;
 }
 
-void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
+void *hz_large_alloc_aligned(size_t size, size_t align, int how)
 {
+	int zero = how & HZ_LARGE_ZERO;
 	void *p = NULL;
 	int probe = 0;
 	struct hz_handout got = {0, 0, 0};
@@ -115,6 +117,11 @@ void *hz_large_alloc_aligned(size_t size, size_t align, int zero)
 		align = HZ_HUGE_SIZE;
 	if (size)
 		size = body + guard;
+	/* A block of this length freed lately, whole and as it was (kept
+	 * only where there is no guard: not in hardened mode). */
+	if (!how && !guard && size && size <= HZ_RUN_KEEP_MAX &&
+	    (p = hz_run_take_kept(size >> HZ_PAGE_SHIFT, align)))
+		return p;
 	if (hz_unlikely(hz_limits.cgroup_version))
 		relieve(size);
 	if (hz_thp) {
@@ -242,7 +249,9 @@ static int large_free(struct hz_owner o, void *p, int grown)
 		: o.chunk ? hz_run_free(o.chunk, p, cleared, fresh_tail, grown) : -1;
 	if (!r && !cleared)
 		hz_zeroer_kick(1, 1); /* dirty memory to clear */
-	return r;
+	else if (r > 0)
+		hz_zeroer_kick(1, 0); /* kept whole: started, for the decay's tick, not woken */
+	return r > 0 ? 0 : r;
 }
 
 int hz_large_free(struct hz_owner o, void *p)
@@ -334,6 +343,8 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->reserve_unused_bytes += a->n.unused;
 		out->refaulted_bytes += a->n.refaulted;
 		out->refaults += a->n.refaults;
+		out->kept_bytes += a->kept_bytes;
+		out->kept_taken += a->n.kept_taken;
 		pthread_mutex_unlock(&a->lock);
 	}
 	out->pressure_checks = __atomic_load_n(&pressure_checks, __ATOMIC_RELAXED);
@@ -357,6 +368,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "large.allocated_bytes", s.allocated_bytes, 1);
 	fn(arg, "large.dirty_free_bytes", s.dirty_free_bytes, 1);
 	fn(arg, "large.huge_cached_bytes", s.huge_cached_bytes, 1);
+	fn(arg, "large.kept_bytes", s.kept_bytes, 1);
+	fn(arg, "malloc.large.kept_taken", s.kept_taken, 0);
 	fn(arg, "large.chunks", s.chunks, 1);
 	fn(arg, "purge.batches", s.purges, 0);
 	fn(arg, "purge.ranges", s.purge_ranges, 0);

@@ -62,7 +62,8 @@ static HZ_NOINLINE void *large_entry(size_t size, int flags)
 		int arm = zero ? hz_ab_arm(HZ_AB_CALLOC, size) : HZ_AB_NONE;
 		uint64_t t0 = arm ? hz_os_now_ns() : 0;
 		size_t align = HZ_JE_ALIGN_OF(flags);
-		p = hz_large_alloc_aligned(size, align > HZ_PAGE ? align : HZ_PAGE, arm == HZ_AB_A ? 0 : zero);
+		p = hz_large_alloc_aligned(size, align > HZ_PAGE ? align : HZ_PAGE,
+					   arm == HZ_AB_A ? HZ_LARGE_NOT_KEPT : zero ? HZ_LARGE_ZERO : 0);
 		if (hz_unlikely(arm) && p) {
 			/* Its whole usable size, as arm B's: jemalloc's contract
 			 * (and a later rallocx or xallocx with MALLOCX_ZERO)

@@ -356,6 +356,125 @@ Test(large, fork_while_threads_allocate, .timeout = 60)
 		pthread_join(t[i], NULL);
 }
 
+/* A freed chunk block up to HZ_RUN_KEEP_MAX, of the length its arena
+ * handed out last, is kept whole for the next malloc of its length: that
+ * malloc takes it as the program left it, a calloc never does; freed, it
+ * is no longer live; the arena keeps HZ_RUN_KEEP at most, within the
+ * budget, and none with a decay of 0; a trim frees them. */
+Test(large, kept_blocks_taken_again_whole)
+{
+	const size_t n = (size_t)1 << 20;
+	hz_budget_dirty_max = (size_t)1 << 30; /* not the environment's: no release meanwhile */
+	hz_budget_decay_ns = (uint64_t)60 * 1000000000u;
+	struct hz_large_stats s0, s;
+	hz_large_stats(&s0);
+	unsigned char *p = hz_large_alloc(n, 0);
+	cr_assert_not_null(p);
+	memset(p, 0x5A, n);
+	cr_assert_eq(l_free(p), 0);
+	hz_large_stats(&s);
+	cr_assert_eq(s.kept_bytes, n);
+	cr_assert_geq(s.dirty_free_bytes, n, "kept bytes are free memory in memory");
+	cr_assert_eq(s.allocated_bytes, s0.allocated_bytes);
+	cr_assert_eq(l_usable(p), 0, "a kept block is not live");
+	cr_assert_eq(l_free(p), -1, "a kept block freed again");
+	cr_assert_null(l_realloc(p, 2 * n));
+	size_t bad;
+	unsigned char *z = hz_large_alloc(n, 1);
+	cr_assert_not_null(z);
+	cr_assert_neq(z, p, "a calloc took a kept block");
+	cr_assert(all_bytes(z, n, 0, &bad), "calloc returned a non-zero byte at %zu", bad);
+	unsigned char *other = hz_large_alloc(n + HZ_PAGE, 0);
+	cr_assert_neq(other, p, "a kept block of another length taken");
+	unsigned char *q = hz_large_alloc(n, 0);
+	cr_assert_eq(q, p, "the kept block was not taken again");
+	cr_assert(all_bytes(q, n, 0x5A, &bad), "its byte %zu changed while kept", bad);
+	cr_assert_eq(l_usable(q), n);
+	hz_large_stats(&s);
+	cr_assert_eq(s.kept_bytes, 0);
+	cr_assert_eq(s.kept_taken, s0.kept_taken + 1);
+	cr_assert_eq(hz_arenas_held(), hz_arenas_free_bytes(), "the free memory published drifted");
+	/* HZ_RUN_KEEP at most, HZ_RUN_KEEP_BYTES in all; the oldest go. */
+	for (int i = 0; i < HZ_RUN_KEEP + 2; i++) {
+		unsigned char *b = hz_large_alloc(HZ_PAGE * (size_t)(i + 1), 0);
+		cr_assert_not_null(b);
+		cr_assert_eq(l_free(b), 0);
+	}
+	hz_large_stats(&s);
+	size_t newest = 0;
+	for (int i = 2; i < HZ_RUN_KEEP + 2; i++)
+		newest += HZ_PAGE * (size_t)(i + 1);
+	cr_assert_eq(s.kept_bytes, newest, "%zu bytes kept", s.kept_bytes);
+	void *again = hz_large_alloc(HZ_PAGE, 0); /* the oldest's length: it went back to its chunk */
+	cr_assert_not_null(again);
+	struct hz_large_stats s2;
+	hz_large_stats(&s2);
+	cr_assert_eq(s2.kept_taken, s.kept_taken, "the oldest stayed kept");
+	cr_assert_eq(l_free(again), 0);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(l_free(i == 0 ? q : i == 1 ? z : other), 0);
+	hz_large_stats(&s);
+	cr_assert_leq(s.kept_bytes, HZ_RUN_KEEP_BYTES);
+	/* Only a block of the length the arena handed out last: a program
+	 * that grows its blocks would not take it again. */
+	unsigned char *older = hz_large_alloc(n, 0), *newer = hz_large_alloc(n + HZ_PAGE, 0);
+	cr_assert(older && newer);
+	size_t before = s.kept_bytes;
+	cr_assert_eq(l_free(older), 0);
+	hz_large_stats(&s);
+	cr_assert_eq(s.kept_bytes, before, "a block of another length than the last kept");
+	cr_assert_eq(l_free(newer), 0);
+	hz_large_stats(&s);
+	/* A trim frees them into their chunks, and releases them. */
+	cr_assert_geq(hz_large_trim(), s.kept_bytes);
+	hz_large_stats(&s);
+	cr_assert_eq(s.kept_bytes, 0);
+	cr_assert_eq(hz_arenas_held(), hz_arenas_free_bytes(), "the free memory published drifted");
+	/* Over the budget, a block is freed as before; and with a decay of 0
+	 * (free memory released at once). */
+	size_t budget = hz_budget_dirty_max;
+	hz_budget_dirty_max = 0;
+	p = hz_large_alloc(n, 0);
+	memset(p, 0x5B, n);
+	cr_assert_eq(l_free(p), 0);
+	hz_large_stats(&s);
+	hz_budget_dirty_max = budget;
+	cr_assert_eq(s.kept_bytes, 0, "kept over the budget");
+	hz_budget_decay_ns = 0;
+	p = hz_large_alloc(n, 0);
+	memset(p, 0x5C, n);
+	cr_assert_eq(l_free(p), 0);
+	hz_large_stats(&s);
+	cr_assert_eq(s.kept_bytes, 0, "kept with a decay of 0");
+}
+
+/* An aligned malloc takes a kept block only on its alignment. */
+Test(large, kept_block_aligned_or_not_taken)
+{
+	const size_t n = (size_t)1 << 20;
+	unsigned char *p = hz_large_alloc_aligned(n, HZ_PAGE, 0);
+	unsigned char *q = (uintptr_t)p % HZ_HUGE_SIZE ? p : hz_large_alloc_aligned(n, HZ_PAGE, 0);
+	cr_assert_not_null(q);
+	if (q != p)
+		cr_assert_eq(l_free(p), 0);
+	if ((uintptr_t)q % HZ_HUGE_SIZE == 0)
+		cr_skip_test("no block off a huge page's alignment");
+	cr_assert_eq(l_free(q), 0);
+	unsigned char *r = hz_large_alloc_aligned(n, HZ_HUGE_SIZE, 0);
+	cr_assert_not_null(r);
+	cr_assert_eq((uintptr_t)r % HZ_HUGE_SIZE, 0);
+	cr_assert_neq(r, q);
+	cr_assert_eq(hz_large_alloc_aligned(n, HZ_PAGE, 0), q);
+}
+
+/* Frees that run the decay's pass: a block kept whole runs it at every
+ * HZ_RUN_KEEP_TICK-th. */
+static void decay_pass(void)
+{
+	for (int i = 0; i < HZ_RUN_KEEP_TICK; i++)
+		cr_assert_eq(l_free(hz_large_alloc(HZ_PAGE, 0)), 0);
+}
+
 /* Free dirty memory is bounded: over the budget, whole free 2 MiB blocks
  * are released at the next free; and at the end of each window of the
  * delay, what stayed free all through it: what the program took again
@@ -379,17 +498,17 @@ Test(large, dirty_memory_bounded_by_budget_and_delay, .timeout = 60)
 	hz_budget_dirty_max = (size_t)1 << 30;
 	hz_budget_decay_ns = 50 * 1000000u;
 	usleep(60 * 1000);
-	l_free(hz_large_alloc(HZ_PAGE, 0)); /* a window ends, another begins */
+	decay_pass(); /* a window ends, another begins */
 	unsigned char *p = hz_large_alloc((size_t)4 << 20, 0);
 	memset(p, 0x67, (size_t)4 << 20);
 	l_free(p);
 	usleep(60 * 1000);
-	l_free(hz_large_alloc(HZ_PAGE, 0));
+	decay_pass();
 	hz_large_stats(&s);
 	cr_assert_geq(s.dirty_free_bytes, (size_t)4 << 20, "%zu dirty bytes: the 4 MiB taken in the window went",
 		      s.dirty_free_bytes);
 	usleep(60 * 1000);
-	l_free(hz_large_alloc(HZ_PAGE, 0));
+	decay_pass();
 	hz_large_stats(&s);
 	cr_assert_lt(s.dirty_free_bytes, (size_t)2 << 20, "%zu dirty bytes outlived a window unused",
 		     s.dirty_free_bytes);

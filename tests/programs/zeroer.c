@@ -593,20 +593,54 @@ static int recycle(void)
 	return 0;
 }
 
-/* 64 live blocks of 1 MiB, one freed and one taken again at once, for
- * 0.3 s (churn_bench sweep's largest size): every free kicks the zeroer,
+/* 64 live blocks of 3 MiB, one freed and one taken again at once, for
+ * 0.3 s (churn_bench sweep's largest size, 1 MiB, is kept whole at its
+ * free and kicks nobody; 3 MiB is not): every free kicks the zeroer,
  * which finds the block already taken back. It looks again later, not at
  * each kick: a few dozen context switches and about a millisecond of its
  * CPU, where it looked at once and took every arena's lock beside the
  * program (400-1,400 switches and 34-152 ms in 0.3 s). Once
  * the program frees the 64 and idles, it clears at least 16 MiB of them,
  * or finds them not in memory (its rests are at most 25.6 ms). */
+/* A block freed and kept whole (2 MiB, a chunk's first: a whole huge
+ * page, which a decay may release), then nothing more: the free starts
+ * the zeroer, whose decay's tick gives the block back to its chunk and
+ * releases it within a few windows (HUGEZERO_DIRTY_DECAY_MS=300, no
+ * reserve). */
+static int kept(void)
+{
+	unsigned char *p = malloc(2 * MIB);
+	if (!p)
+		return 1;
+	memset(p, 0x5a, 2 * MIB);
+	free(p);
+	uint64_t held = stat("large.kept_bytes");
+	give_zeroer_a_core();
+	double t0 = now();
+	uint64_t left, dirty;
+	do {
+		usleep(20000);
+		left = stat("large.kept_bytes");
+		dirty = stat("large.dirty_free_bytes");
+	} while ((left || dirty) && now() - t0 < 3);
+	uint64_t starts = stat("background.starts");
+	if (held != 2 * MIB || left || dirty || !starts) {
+		fprintf(stderr,
+			"zeroer: %llu bytes kept at the free; %llu kept and %llu free in memory %.2f s after; %llu starts\n",
+			(unsigned long long)held, (unsigned long long)left, (unsigned long long)dirty, now() - t0,
+			(unsigned long long)starts);
+		return 1;
+	}
+	return 0;
+}
+
+#define RETAKE (3 * MIB)
 static int retake(void)
 {
 	unsigned char *live[64];
 	uint64_t rng = 88172645463325252ull;
 	for (int i = 0; i < 64; i++)
-		if (!(live[i] = malloc(MIB)))
+		if (!(live[i] = malloc(RETAKE)))
 			return 1;
 	long ops = 0;
 	int threads = 0, after_threads = 0;
@@ -620,9 +654,9 @@ static int retake(void)
 		rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
 		unsigned char **b = &live[rng % 64];
 		free(*b);
-		if (!(*b = malloc(MIB)))
+		if (!(*b = malloc(RETAKE)))
 			return 1;
-		(*b)[0] = (*b)[MIB - 1] = 1;
+		(*b)[0] = (*b)[RETAKE - 1] = 1;
 	}
 	uint64_t switches = others_switches(&after_threads) - (before - 1);
 	cpu = stat("background.cpu_time_ns") - cpu;
@@ -958,10 +992,12 @@ int main(int argc, char **argv)
 		return recycle();
 	if (argc >= 2 && !strcmp(argv[1], "retake"))
 		return retake();
+	if (argc >= 2 && !strcmp(argv[1], "kept"))
+		return kept();
 	if (argc >= 2 && !strcmp(argv[1], "blind"))
 		return blind(argv);
 	if (argc >= 2 && !strcmp(argv[1], "seccomp"))
 		return seccomp(argv);
-	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | peak | peak_exec | sparse | faulting | unpaid | quiet | recycle | retake | blind | seccomp\n");
+	fprintf(stderr, "usage: zeroer stress SECONDS | fork ROUNDS | exit | small | reserve | peak | peak_exec | sparse | faulting | unpaid | quiet | recycle | kept | retake | blind | seccomp\n");
 	return 2;
 }

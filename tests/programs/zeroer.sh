@@ -5,7 +5,8 @@
 # core busy; small allocations
 # start no thread; the reserve within its limit and the program's peak,
 # and decayed; a block freed and taken again at once left to the
-# program, and not looked at again on each such free; with
+# program, and not looked at again on each such free; a block kept whole
+# at its free released by the decay; with
 # SCHED_IDLE refused it falls back to nice 19, counted;
 # HUGEZERO_BACKGROUND=0 starts none.
 # Usage: zeroer.sh LIB ZEROER_BINARY
@@ -54,6 +55,8 @@ preloaded "no reserve to fill: the zeroer does not poll a faulting program" \
 	env HUGEZERO_RESERVE=0 "$prog" quiet
 preloaded "a block freed and taken again at once: left to the program, never waited for" \
 	"$prog" recycle
+preloaded "a block kept whole at its free, then idle: the free starts the zeroer, whose decay releases it" \
+	env HUGEZERO_DIRTY_DECAY_MS=300 HUGEZERO_RESERVE=0 "$prog" kept
 preloaded "blocks freed and taken again at once, back to back: the zeroer looks again later, not at each free" \
 	"$prog" retake
 preloaded "page faults not countable (getrusage refused): no population, no polling" \
