@@ -672,7 +672,7 @@ struct hz_arena_counters {
 	uint64_t reserve_hits, reserve_misses; /* blocks handed out all in memory, or not */
 	uint64_t unused;                       /* bytes the zeroer cleared or populated, released before a block took them */
 	uint64_t refaulted, refaults;          /* bytes handed out again after a release, and the faults they cost (estimated) */
-	uint64_t kept_taken;                   /* blocks handed out whole from the kept ones (run.c) */
+	uint64_t kept_taken;                   /* blocks handed out whole from the kept ones (arena.c) */
 };
 
 /* The zeroer's recent record in an arena for one kind of its work
@@ -730,7 +730,7 @@ struct hz_arena {
 	unsigned nkept;            /* how many, the most recently freed last */
 	size_t kept_bytes;         /* their bytes */
 	unsigned keep_ticks;       /* blocks kept: the decay's pass at every HZ_RUN_KEEP_TICK-th (run.c) */
-	size_t last_npages;        /* the length of the chunk block it handed out last (run.c) */
+	size_t last_npages;        /* the length of the chunk block it handed out last (run.c, arena.c) */
 	struct hz_arena_counters n;
 };
 
@@ -754,10 +754,10 @@ int hz_arena_grow(struct hz_arena *a);
 /* Kept blocks (struct hz_run_kept), every call with a's lock held: c's
  * live block at p of npages kept, the oldest kept freed into their chunks
  * to make room (how many: dirty memory for the zeroer); whether p is
- * kept (freed already); a kept block of
- * npages aligned to align bytes, no longer kept, or NULL; every kept
- * block freed into its chunk, where a purge or the budget can release its
- * pages. */
+ * kept (freed already); a kept block of npages aligned to align bytes,
+ * handed out (counted as hz_arena_count_alloc counts, allocated and
+ * last_npages set), or NULL; every kept block freed into its chunk,
+ * where a purge or the budget can release its pages. */
 int hz_arena_keep(struct hz_arena *a, struct hz_chunk *c, void *p, size_t npages);
 int hz_arena_is_kept(const struct hz_arena *a, const void *p);
 void *hz_arena_take_kept(struct hz_arena *a, size_t npages, size_t align);

@@ -141,12 +141,18 @@ size_t hz_arenas_held(void)
 	return bytes;
 }
 
-void hz_arena_note_low(struct hz_arena *a)
+/* The arena holds held bytes free in memory, fewer than before: the
+ * low-water mark, published. */
+static void lowered(struct hz_arena *a, size_t held)
 {
-	size_t held = hz_arena_free_bytes(a);
 	if (held < a->low)
 		a->low = held;
 	hz_arena_publish(a, held);
+}
+
+void hz_arena_note_low(struct hz_arena *a)
+{
+	lowered(a, hz_arena_free_bytes(a));
 }
 
 void hz_arena_count_take(struct hz_arena *a, size_t bytes)
@@ -156,9 +162,9 @@ void hz_arena_count_take(struct hz_arena *a, size_t bytes)
 		++*t;
 }
 
-void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
+/* A block handed out, counted. */
+static void count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
 {
-	hz_arena_note_low(a);
 	a->n.nalloc++;
 	hz_arena_count_take(a, bytes);
 	if (fresh)
@@ -169,6 +175,12 @@ void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int ze
 		a->n.ncalloc++;
 		a->n.calloc_bytes += bytes;
 	}
+}
+
+void hz_arena_count_alloc(struct hz_arena *a, size_t bytes, size_t fresh, int zero)
+{
+	hz_arena_note_low(a);
+	count_alloc(a, bytes, fresh, zero);
 }
 
 size_t hz_arena_count_purge(struct hz_arena *a, const struct hz_purge_result *r, size_t bytes)
@@ -260,7 +272,16 @@ void *hz_arena_take_kept(struct hz_arena *a, size_t npages, size_t align)
 	for (unsigned k = a->nkept; k-- > 0;) {
 		unsigned char *p = a->kept[k].p;
 		if (a->kept[k].npages == npages && !((uintptr_t)p & (align - 1))) {
+			/* Handed out as alloc_in's blocks are (run.c), its free
+			 * memory known without a count over the chunks: what was
+			 * published, less the block. */
+			size_t bytes = npages << HZ_PAGE_SHIFT;
 			unlist(a, k);
+			lowered(a, a->held > bytes ? a->held - bytes : 0);
+			count_alloc(a, bytes, 0, 0);
+			a->n.kept_taken++;
+			a->allocated += bytes;
+			a->last_npages = npages;
 			return p;
 		}
 	}

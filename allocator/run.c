@@ -181,20 +181,6 @@ void *hz_run_take_kept(size_t npages, size_t align)
 	if (!__atomic_load_n(&a->nkept, __ATOMIC_RELAXED) || pthread_mutex_trylock(&a->lock))
 		return NULL;
 	void *p = hz_arena_take_kept(a, npages, align);
-	if (p) {
-		/* hz_arena_count_alloc's, its free memory known without a
-		 * count over the chunks: what was published, less the block. */
-		size_t bytes = npages << HZ_PAGE_SHIFT, held = a->held > bytes ? a->held - bytes : 0;
-		if (held < a->low)
-			a->low = held;
-		hz_arena_publish(a, held);
-		a->allocated += bytes;
-		a->n.nalloc++;
-		a->n.reserve_hits++;
-		a->n.kept_taken++;
-		a->last_npages = npages;
-		hz_arena_count_take(a, bytes);
-	}
 	pthread_mutex_unlock(&a->lock);
 	return p;
 }

@@ -281,6 +281,7 @@ for a in "${have[@]}"; do
 	[ "$overcommit" != 1 ] && run c6 "$a" @PRE@ "$bin/hostile" impossible
 	run c7t "$a" @PRE@ "$bin/hostile" doublefree trim
 	run c7n "$a" @PRE@ "$bin/hostile" doublefree notrim
+	run c7k "$a" @PRE@ "$bin/hostile" doublefree kept
 	run c8 "$a" @PRE@ "$bin/hostile_cxx" sized
 done
 collect
@@ -430,6 +431,7 @@ aborts() { # CASE KEY: killed by SIGABRT, with its message
 }
 aborts "7 double free after malloc_trim: SIGABRT" c7t
 aborts "7 double free: SIGABRT" c7n
+aborts "7 double free of 1 MiB (kept whole at its free): SIGABRT" c7k
 
 c="8 delete[](p, 100) of 40 MiB: no reuse, no leak"
 newcase "$c"

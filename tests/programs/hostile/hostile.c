@@ -31,9 +31,12 @@
  *                     the oldest freed before a fifth is taken.
  *   impossible        sizes no machine has: NULL and ENOMEM from each entry
  *                     point; then 100000 small blocks and a 40 MiB one work.
- *   doublefree trim|notrim
+ *   doublefree trim|notrim|kept
  *                     free a written 40 MiB block twice (malloc_trim(0)
- *                     between): the second free must abort the process. */
+ *                     between), or a 1 MiB one (which hugezero keeps
+ *                     whole at its first free, for the next malloc of
+ *                     its length): the second free must abort the
+ *                     process. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
@@ -430,18 +433,18 @@ static int impossible(void)
 }
 
 /* ---- doublefree ---- */
-static int doublefree(int trim)
+static int doublefree(int trim, size_t mib)
 {
-	char *p = malloc(40 * MIB);
+	char *p = malloc(mib * MIB);
 	if (!p)
-		FAIL("malloc(40 MiB) returned NULL");
-	memset(p, 1, 40 * MIB);
+		FAIL("malloc(%zu MiB) returned NULL", mib);
+	memset(p, 1, mib * MIB);
 	char *volatile again = p; /* no use-after-free warning */
 	free(p);
 	if (trim)
 		malloc_trim(0);
 	free(again);
-	FAIL("the second free(p) of a 40 MiB block returned");
+	FAIL("the second free(p) of a %zu MiB block returned", mib);
 }
 
 /* ---- sequence ---- */
@@ -572,9 +575,9 @@ int main(int argc, char **argv)
 	if (!strcmp(m, "impossible"))
 		return impossible();
 	if (!strcmp(m, "doublefree") && argc > 2)
-		return doublefree(!strcmp(argv[2], "trim"));
+		return doublefree(!strcmp(argv[2], "trim"), strcmp(argv[2], "kept") ? 40 : 1);
 	fprintf(stderr, "usage: %s forkcalloc | untouched N MIB | one KIB | threads | count MIB | "
-			"mallctl | segments | cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim | commit\n",
+			"mallctl | segments | cgroup | impossible | sequence SEED PERCENT STEPS | doublefree trim|notrim|kept | commit\n",
 		argv[0]);
 	return 2;
 }
