@@ -1569,8 +1569,15 @@ int hz_small_use_next(const struct hz_small_next *fns);
  * the small blocks: set up before the program's threads can fork
  * half-way through its start. Its tables' pages are made writable first
  * (their segment is read-only: preload/tables.ld): 0, or the errno that
- * refused it, and jemalloc is not started. */
-int hz_small_start(void);
+ * refused it (EAGAIN where jemalloc cannot start: no pthread key left for
+ * its thread data), and jemalloc does not serve. lazy_tcache: where the
+ * thread cache in front will make each thread's jemalloc thread cache as
+ * its calls come (hz_small_cache_install), jemalloc makes none at a
+ * thread's first call; not where MALLOC_CONF or /etc/malloc.conf is set. */
+int hz_small_start(int lazy_tcache);
+/* 1 where jemalloc was so started (its opt.tcache false by the library's
+ * choice, not the program's). */
+int hz_small_tcache_lazy(void);
 /* Where the embedded jemalloc is not started at the allocator's start, the
  * pages of its zeroed tables (its radix tree's root, 2 MiB of the image)
  * are given back: under an address-space limit they would cost the
@@ -1593,14 +1600,28 @@ void hz_small_tables_unlock(void);
  * window), and after it a table of each page's class. Installed
  * in the small engine's table over the embedded jemalloc, at the
  * allocator's start (before hardened mode's): 0, or -1 where it is not
- * (another engine, or jemalloc's classes not as assumed). */
+ * (another engine, or jemalloc's classes not as assumed). lazy_tcache
+ * (hz_small_tcache_lazy): jemalloc makes no thread cache of its own, and
+ * the cache makes a thread's as its calls come. */
 #define HZ_CACHE_MAX 65536 /* jemalloc's small classes (to 14 KiB) and its large ones to 64 KiB */
 #define HZ_CACHE_CLASSES 48 /* and the last, no class's: see small_cache.c */
 #define HZ_CACHE_BASE ((uintptr_t)1 << 45)               /* 32 TiB */
 #define HZ_CACHE_SPAN ((uintptr_t)1 << 40)               /* 1 TiB */
 #define HZ_CACHE_TABLE (HZ_CACHE_BASE + HZ_CACHE_SPAN)  /* a byte per page of it */
 #define HZ_CACHE_PAGE_SHIFT 12
-int hz_small_cache_install(struct hz_small_engine *e);
+int hz_small_cache_install(struct hz_small_engine *e, int lazy_tcache);
+/* jemalloc's control interface as the program calls it (by name, or
+ * by mib where name is NULL), where the cache makes the threads' jemalloc
+ * caches (lazy_tcache): the calling thread's made first, so that
+ * thread.tcache.* answer as under jemalloc alone; opt.tcache read as
+ * the configuration the program asked for, true, answered here: 0.
+ * Else -1, and the call is jemalloc's. */
+int hz_small_cache_ctl(const char *name, const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
+		       void *newp);
+/* Before a call of jemalloc's outside the table (small.c's
+ * hz_small_calloc): the calling thread's jemalloc thread cache made, where
+ * the cache makes them (lazy_tcache). */
+void hz_small_cache_je_first(void);
 /* Gives back the transfer caches' blocks and the calling thread's to
  * jemalloc (malloc_trim's). */
 void hz_small_cache_trim(void);

@@ -62,6 +62,15 @@
  * classes 1 ms, a third of /bin/ls's run. A process or a thread that
  * makes fewer calls never pays it; one that makes more pays it once. */
 #define WARM 16384
+/* Where jemalloc makes no thread cache of its own at a thread's first
+ * call (hz_small_start's lazy_tcache), the thread's is made at its
+ * TCACHE_AFTERth slow path (a malloc of the cache's sizes or a free of
+ * the region's blocks, while new), or its TCACHE_AFTERth free of a block
+ * of jemalloc's: made, filled at each class's first call (up to 100
+ * blocks) and flushed at the thread's exit, it cost a thread of a few
+ * calls 10 us, where a call without it takes a bin's lock (tens of ns).
+ * A call jemalloc serves past the stacks makes it at once (je_first). */
+#define TCACHE_AFTER 256
 /* Batches each transfer cache holds before it gives them back to
  * jemalloc: up to 2 MiB of blocks, and 512 batches (a pointer array of
  * at most 512 KiB, for 8-byte blocks). Between threads that allocate and
@@ -112,6 +121,8 @@ struct cache {
 	struct bin bin[HZ_CACHE_CLASSES];
 	int state;     /* 0 new, 1 caching (flushed at its exit), 2 gone: jemalloc's blocks */
 	uint32_t warm; /* calls to jemalloc while new */
+	int tcache_on; /* jemalloc's thread cache of its own made (lazy: see TCACHE_AFTER) */
+	uint32_t je_frees; /* frees of jemalloc's blocks before it is made */
 	void **stacks; /* the bins' slots, jemalloc's block */
 	int flags;     /* mallocx flags: the arena and the thread's explicit cache */
 	unsigned tcache; /* that cache's identifier */
@@ -141,6 +152,9 @@ static size_t stack_slots; /* a thread's slots for every class: twice each's bat
 static size_t quantum = 1; /* jemalloc's (arenas.quantum): every class from it is its multiple */
 static pthread_key_t exit_key;
 static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
+static uint64_t tcaches;         /* threads' jemalloc caches made here (lazy) */
+static int lazy;                 /* jemalloc's own thread caches made here (TCACHE_AFTER) */
+static size_t opt_tcache_mib[2] = {SIZE_MAX, SIZE_MAX}; /* opt.tcache, where jemalloc says */
 static size_t transfer_bytes;    /* blocks the transfer caches hold */
 
 /* ---- the arena: its extents from the region ---- */
@@ -383,6 +397,17 @@ static int put(unsigned c, void *const *from, uint32_t n)
 
 static void thread_exit(void *arg);
 
+/* The thread's jemalloc thread cache of its own, made (lazy): once a
+ * thread, by name (a lookup of a few hundred ns); where jemalloc refuses
+ * (no memory), not asked again. */
+static HZ_NOINLINE void tcache_on(void)
+{
+	_Bool on = 1;
+	tc.tcache_on = 1;
+	if (!hz_je_mallctl("thread.tcache.enabled", NULL, NULL, &on, sizeof on))
+		__atomic_fetch_add(&tcaches, 1, __ATOMIC_RELAXED);
+}
+
 /* A thread's first slow path: its exit key set, so that its destructor
  * runs in glibc's first round of them, before any other library's
  * destructor can make the thread's cache start (one that starts in the
@@ -395,6 +420,8 @@ static void thread_new(void)
 	tc.state = 2;
 	if (!pthread_setspecific(exit_key, &tc))
 		tc.state = 0;
+	else if (lazy) /* its blocks are jemalloc's from now on */
+		tcache_on();
 }
 
 /* Stacks for this thread; else (no arena, no memory) its blocks are
@@ -429,8 +456,51 @@ static void thread_warm(void)
 {
 	if (tc.state == 0 && !tc.warm)
 		thread_new();
-	if (tc.state == 0 && ++tc.warm >= WARM)
+	if (tc.state != 0)
+		return;
+	++tc.warm;
+	if (lazy && !tc.tcache_on && tc.warm >= TCACHE_AFTER)
+		tcache_on();
+	if (tc.warm >= WARM)
 		thread_start();
+}
+
+/* Before a call jemalloc serves past the stacks (a size above the
+ * cache's classes, a block outside the region, realloc, flags of its
+ * own): the thread's jemalloc thread cache made now (lazy), as jemalloc
+ * would have made it at the thread's first call (without it, each of
+ * those takes a bin's lock or jemalloc's extent code). Its exit key set
+ * first, so that none is made after its exit has begun (state 2: jemalloc
+ * may have cleaned the thread's data up already). */
+static HZ_NOINLINE void je_first_slow(void)
+{
+	if (tc.state == 0 && !tc.warm)
+		thread_new();
+	if (tc.state == 0 && !tc.tcache_on)
+		tcache_on();
+}
+
+static inline void je_first(void)
+{
+	if (hz_unlikely(lazy && !tc.tcache_on))
+		je_first_slow();
+}
+
+static HZ_NOINLINE void *big_malloc(size_t size)
+{
+	je_first();
+	return hz_je_malloc(size);
+}
+
+/* A block outside the region freed: most often one jemalloc handed out
+ * in the thread's first calls, or another thread's. Such frees count
+ * towards TCACHE_AFTER apart (a thread that only frees, a consumer, gets
+ * its jemalloc cache too), not towards WARM. */
+static HZ_NOINLINE void je_free(void *p)
+{
+	if (hz_unlikely(lazy && !tc.tcache_on) && ++tc.je_frees >= TCACHE_AFTER)
+		je_first_slow();
+	hz_je_free(p);
 }
 
 /* Gives back every block of the thread's stacks: whole batches to the
@@ -554,7 +624,7 @@ static void *cache_malloc(size_t size)
 		}
 		return refill(size, c);
 	}
-	return hz_je_malloc(size);
+	return big_malloc(size);
 }
 
 static void cache_free(void *p)
@@ -572,15 +642,17 @@ static void cache_free(void *p)
 		overflow(p, c);
 		return;
 	}
-	hz_je_free(p);
+	je_free(p);
 }
 
 /* The whole block cleared, as jemalloc's calloc leaves it. */
 static void *cache_calloc(size_t n, size_t size)
 {
 	size_t total;
-	if (__builtin_mul_overflow(n, size, &total) || total > HZ_CACHE_MAX)
+	if (__builtin_mul_overflow(n, size, &total) || total > HZ_CACHE_MAX) {
+		je_first();
 		return hz_je_calloc(n, size);
+	}
 	void *p = cache_malloc(total);
 	return p ? hz_fill_counted(p, 0, class_size[size_class(total)]) : NULL;
 }
@@ -613,6 +685,7 @@ static inline int moved_or_large(const void *p, const void *q)
 
 static void *cache_realloc(void *p, size_t size)
 {
+	je_first();
 	void *q = hz_je_realloc(p, size);
 	if (q && moved_or_large(p, q))
 		reclass(q);
@@ -621,6 +694,7 @@ static void *cache_realloc(void *p, size_t size)
 
 static void *cache_rallocx(void *p, size_t size, int flags)
 {
+	je_first();
 	void *q = hz_je_rallocx(p, size, flags);
 	if (q && moved_or_large(p, q))
 		reclass(q);
@@ -646,6 +720,7 @@ static void *cache_mallocx(size_t size, int flags)
 		if (align <= quantum)
 			return cache_malloc(size < align ? align : size);
 	}
+	je_first();
 	return hz_je_mallocx(size, flags);
 }
 
@@ -655,18 +730,22 @@ static void *cache_mallocx(size_t size, int flags)
  * passes the alignment). */
 static void cache_dallocx(void *p, int flags)
 {
-	if (flags & ~HZ_JE_LG_ALIGN_MASK)
+	if (flags & ~HZ_JE_LG_ALIGN_MASK) {
+		je_first();
 		hz_je_dallocx(p, flags);
-	else
+	} else {
 		cache_free(p);
+	}
 }
 
 static void cache_sdallocx(void *p, size_t size, int flags)
 {
-	if (flags & ~HZ_JE_LG_ALIGN_MASK)
+	if (flags & ~HZ_JE_LG_ALIGN_MASK) {
+		je_first();
 		hz_je_sdallocx(p, size, flags);
-	else
+	} else {
 		cache_free(p);
+	}
 }
 
 /* Whether the program's MALLOC_CONF asks jemalloc for what a cache in
@@ -675,7 +754,7 @@ static void cache_sdallocx(void *p, size_t size, int flags)
  * or junk-filled at each malloc or free (zero:true, junk:...; a block
  * the cache hands back again is neither), or no thread caches at all
  * (tcache:false). An option jemalloc was built without reads as off. */
-static int conf_refuses(void)
+static int conf_refuses(int lazy_tcache)
 {
 	static const char *const flags[] = {"opt.prof", "opt.zero"};
 	for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++) {
@@ -686,7 +765,7 @@ static int conf_refuses(void)
 	}
 	_Bool tcache = 1;
 	size_t sz = sizeof tcache;
-	if (!hz_je_mallctl("opt.tcache", &tcache, &sz, NULL, 0) && !tcache)
+	if (!lazy_tcache && !hz_je_mallctl("opt.tcache", &tcache, &sz, NULL, 0) && !tcache)
 		return 1;
 	const char *junk = NULL;
 	sz = sizeof junk;
@@ -719,17 +798,107 @@ static void batch_start(void)
 	batch_ok = 1;
 }
 
-int hz_small_cache_install(struct hz_small_engine *e)
+/* Functions of f in e's place, those f has (usable and nallocx stay
+ * jemalloc's). */
+static void place(struct hz_small_engine *e, const struct hz_small_engine *f)
 {
-	if (!e->jemalloc || conf_refuses())
+	struct hz_small_engine was = *e;
+	*e = *f;
+	e->usable = was.usable;
+	e->nallocx = was.nallocx;
+	e->jemalloc = was.jemalloc;
+	if (!f->xallocx)
+		e->xallocx = was.xallocx;
+}
+
+/* Where jemalloc was started with no thread caches of its own for the
+ * cache (lazy) and the cache is refused after all: jemalloc's functions,
+ * each thread's jemalloc cache made at its first call, as jemalloc would
+ * have made it. */
+static inline void first_call(void)
+{
+	if (hz_unlikely(!tc.tcache_on))
+		tcache_on();
+}
+
+static void *lone_malloc(size_t size)
+{
+	first_call();
+	return hz_je_malloc(size);
+}
+
+static void *lone_calloc(size_t n, size_t size)
+{
+	first_call();
+	return hz_je_calloc(n, size);
+}
+
+static void lone_free(void *p)
+{
+	first_call();
+	hz_je_free(p);
+}
+
+static void *lone_realloc(void *p, size_t size)
+{
+	first_call();
+	return hz_je_realloc(p, size);
+}
+
+static void *lone_mallocx(size_t size, int flags)
+{
+	first_call();
+	return hz_je_mallocx(size, flags);
+}
+
+static void *lone_rallocx(void *p, size_t size, int flags)
+{
+	first_call();
+	return hz_je_rallocx(p, size, flags);
+}
+
+static void lone_dallocx(void *p, int flags)
+{
+	first_call();
+	hz_je_dallocx(p, flags);
+}
+
+static void lone_sdallocx(void *p, size_t size, int flags)
+{
+	first_call();
+	hz_je_sdallocx(p, size, flags);
+}
+
+/* The cache refused: -1, and where lazy, the functions above in
+ * jemalloc's place. */
+static int refuse(struct hz_small_engine *e)
+{
+	static const struct hz_small_engine lone = {
+		.malloc = lone_malloc,	 .calloc = lone_calloc,	  .realloc = lone_realloc,   .free = lone_free,
+		.mallocx = lone_mallocx, .rallocx = lone_rallocx, .dallocx = lone_dallocx, .sdallocx = lone_sdallocx,
+	};
+	if (lazy)
+		place(e, &lone);
+	return -1;
+}
+
+int hz_small_cache_install(struct hz_small_engine *e, int lazy_tcache)
+{
+	if (!e->jemalloc) /* not called so: jemalloc is started only to serve */
 		return -1;
+	size_t len = 2;
+	lazy = lazy_tcache;
+	if (lazy && (hz_je_mallctlnametomib("opt.tcache", opt_tcache_mib, &len) || len != 2))
+		opt_tcache_mib[0] = opt_tcache_mib[1] = SIZE_MAX;
+	if (conf_refuses(lazy))
+		return refuse(e);
 	/* jemalloc's classes up to HZ_CACHE_MAX, from its own rounding. */
 	size_t last = 0;
 	for (size_t i = 0; i <= HZ_CACHE_MAX >> 3; i++) {
 		size_t s = hz_je_nallocx(i ? i << 3 : 1, 0);
 		if (s != last) {
 			if (classes == NO_CLASS || s > HZ_CACHE_MAX)
-				return -1;
+				return refuse(e);
 			class_size[classes++] = (uint32_t)s;
 			last = s;
 		}
@@ -754,16 +923,13 @@ int hz_small_cache_install(struct hz_small_engine *e)
 	}
 	batch_start();
 	if (pthread_key_create(&exit_key, thread_exit))
-		return -1;
-	e->malloc = cache_malloc;
-	e->calloc = cache_calloc;
-	e->free = cache_free;
-	e->realloc = cache_realloc;
-	e->rallocx = cache_rallocx;
-	e->xallocx = cache_xallocx;
-	e->mallocx = cache_mallocx;
-	e->dallocx = cache_dallocx;
-	e->sdallocx = cache_sdallocx;
+		return refuse(e);
+	static const struct hz_small_engine cache = {
+		.malloc = cache_malloc,	  .calloc = cache_calloc,   .realloc = cache_realloc, .free = cache_free,
+		.mallocx = cache_mallocx, .rallocx = cache_rallocx, .xallocx = cache_xallocx, .dallocx = cache_dallocx,
+		.sdallocx = cache_sdallocx,
+	};
+	place(e, &cache);
 	return 0;
 }
 
@@ -799,6 +965,25 @@ void hz_small_cache_trim(void)
 	}
 }
 
+int hz_small_cache_ctl(const char *name, const size_t *mib, size_t miblen, void *oldp, size_t *oldlenp,
+		       void *newp)
+{
+	if (!lazy)
+		return -1;
+	je_first();
+	int opt = name ? !strcmp(name, "opt.tcache")
+		       : miblen == 2 && mib[0] == opt_tcache_mib[0] && mib[1] == opt_tcache_mib[1];
+	if (!opt || newp || !oldp || !oldlenp || *oldlenp != sizeof(_Bool))
+		return -1;
+	*(_Bool *)oldp = 1;
+	return 0;
+}
+
+void hz_small_cache_je_first(void)
+{
+	je_first();
+}
+
 int hz_small_cache_arena(void)
 {
 	return __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) == 2 ? (int)arena_index : -1;
@@ -819,4 +1004,5 @@ void hz_small_cache_counters(hz_counter_fn fn, void *arg)
 {
 	fn(arg, "malloc.small.cache_filled", __atomic_load_n(&filled, __ATOMIC_RELAXED), 0);
 	fn(arg, "malloc.small.cache_flushed", __atomic_load_n(&flushed, __ATOMIC_RELAXED), 0);
+	fn(arg, "malloc.small.thread_tcaches", __atomic_load_n(&tcaches, __ATOMIC_RELAXED), 0);
 }

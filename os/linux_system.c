@@ -214,6 +214,15 @@ void hz_os_log(const char *a, const char *b, const char *c)
 			return;
 }
 
+int hz_os_path_present(const char *path)
+{
+	struct stat st;
+	int saved = errno;
+	int r = lstat(path, &st) == 0 || (errno != ENOENT && errno != ENOTDIR);
+	errno = saved;
+	return r;
+}
+
 int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len)
 {
 	int saved = errno;

@@ -273,6 +273,10 @@ int hz_os_cwd(char *buf, size_t cap);
 void hz_os_log(const char *a, const char *b, const char *c);
 /* Writes all n bytes at buf to fd, across short writes and signals. */
 int hz_os_write_all(int fd, const void *buf, size_t n);
+/* 1 where path names a file of any kind (a dangling symlink too), or
+ * where that cannot be learnt (lstat failed otherwise than ENOENT or
+ * ENOTDIR); 0 where it names nothing. */
+int hz_os_path_present(const char *path);
 /* Reads the file at path (a small one: /proc, /sys) into buf, at most
  * cap - 1 bytes, NUL-terminated; *len gets the bytes read. */
 int hz_os_read_file(const char *path, char *buf, size_t cap, size_t *len);

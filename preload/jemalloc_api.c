@@ -97,6 +97,8 @@ HZ_EXPORT int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,
 		return hz_small_ctl.mallctl(name, oldp, oldlenp, newp, newlen);
 	if (hz_small_tables_back())
 		return EAGAIN;
+	if (!hz_small_cache_ctl(name, NULL, 0, oldp, oldlenp, newp))
+		return 0;
 	return hz_small_mallctl(name, oldp, oldlenp, newp, newlen);
 }
 
@@ -120,6 +122,8 @@ HZ_EXPORT int mallctlbymib(const size_t *mib, size_t miblen, void *oldp, size_t 
 		return hz_small_ctl.bymib(mib, miblen, oldp, oldlenp, newp, newlen);
 	if (hz_small_tables_back())
 		return EAGAIN;
+	if (!hz_small_cache_ctl(NULL, mib, miblen, oldp, oldlenp, newp))
+		return 0;
 	return hz_je_mallctlbymib(mib, miblen, oldp, oldlenp, newp, newlen);
 }
 

@@ -145,11 +145,12 @@ void hz_allocator_start(void)
 		 * made writable (a commit limit refused it). Where jemalloc is
 		 * not started, its tables' pages go back. */
 		int jemalloc = decide_small(hz_option(HZ_OPT_SMALL)->str);
-		int started = jemalloc && !hz_small_start();
+		int cache = hz_option(HZ_OPT_SMALL_CACHE)->num;
+		int started = jemalloc && !hz_small_start(cache);
 		if (!jemalloc || (!started && !decide_small("next")))
 			hz_small_release_tables();
-		else if (started && hz_option(HZ_OPT_SMALL_CACHE)->num)
-			hz_small_cache_install(&hz_small); /* its thread cache in front */
+		else if (started && cache) /* its thread cache in front */
+			hz_small_cache_install(&hz_small, hz_small_tcache_lazy());
 		size_t threshold = hz_options_start_arenas();
 		if (hz_hardened)
 			hz_small_harden();

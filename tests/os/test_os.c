@@ -285,6 +285,19 @@ Test(os, files)
 	cr_assert_eq(len, 0, "not truncated");
 	cr_assert_eq(symlink(path, link), 0);
 	cr_assert_neq(hz_os_create_file(link, 0600, &fd), 0, "a symlink was followed");
+	/* Present: a file, a symbolic link (a dangling one too, as
+	 * /etc/malloc.conf is: its target is jemalloc's options); absent:
+	 * nothing there, or a file where a directory is named. */
+	char dangling[128], under[160];
+	snprintf(dangling, sizeof dangling, "%s/d", dir);
+	snprintf(under, sizeof under, "%s/x", path);
+	cr_assert_eq(symlink("junk:true", dangling), 0);
+	cr_assert_eq(hz_os_path_present(path), 1);
+	cr_assert_eq(hz_os_path_present(link), 1);
+	cr_assert_eq(hz_os_path_present(dangling), 1);
+	cr_assert_eq(hz_os_path_present(fifo), 0, "not made yet");
+	cr_assert_eq(hz_os_path_present(under), 0);
+	cr_assert_eq(unlink(dangling), 0);
 	cr_assert_eq(mkfifo(fifo, 0600), 0);
 	cr_assert_neq(hz_os_create_file(fifo, 0600, &fd), 0, "a FIFO was taken");
 	cr_assert_eq(errno, 12345, "errno changed to %d", errno);

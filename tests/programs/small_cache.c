@@ -37,6 +37,19 @@
  *                              key destructor of glibc's last round,
  *                              and others after them on their stacks:
  *                              the counts stay readable and go on
+ *   small_cache tcaches        threads of 16 calls make no jemalloc
+ *                              thread cache (malloc.small.thread_tcaches),
+ *                              threads of 4000 one each, threads whose
+ *                              first call is 100 KiB one each, a thread
+ *                              of reallocs one, a thread freeing 300 of
+ *                              another's blocks of 100 KiB one; a thread
+ *                              of 4 calls reads thread.tcache.enabled
+ *                              and opt.tcache true, and flushes
+ *   small_cache tcaches_eager  the same threads make none of the cache's
+ *                              (run with MALLOC_CONF set: jemalloc's own)
+ *   small_cache tcaches_lone   each thread makes one at its first call
+ *                              (run where the cache is refused, the
+ *                              program's MALLOC_CONF unset)
  * Exit 0, or 1 and what failed. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -586,6 +599,129 @@ static void blocked(void)
 	printf("the region taken before the cache started: %d of 20000 blocks outside\n", outside);
 }
 
+/* ---- tcaches ---- */
+
+/* n malloc/free pairs of 32 B; n < 0: a first call of 100 KiB, above
+ * the cache's classes. */
+static void *pairs(void *arg)
+{
+	long n = (long)(intptr_t)arg;
+	if (n < 0) {
+		unsigned char *p = get(100000);
+		check_put(p);
+		return NULL;
+	}
+	for (long i = 0; i < n; i++)
+		check_put(get(32));
+	return NULL;
+}
+
+/* 300 reallocs of a block from nothing, and its free. */
+static void *reallocs(void *arg)
+{
+	unsigned char *p = NULL;
+	for (size_t n = 1; n <= 300; n++) {
+		unsigned char *q = realloc(p, n);
+		if (!q)
+			FAIL("realloc");
+		q[n - 1] = (unsigned char)n;
+		p = q;
+	}
+	free(p);
+	return arg;
+}
+
+/* Frees 300 blocks of 100 KiB another thread took. */
+static void *frees(void *arg)
+{
+	unsigned char **blocks = arg;
+	for (int i = 0; i < 300; i++)
+		check_put(blocks[i]);
+	return NULL;
+}
+
+static void run_one(void *(*fn)(void *), void *arg)
+{
+	pthread_t t;
+	if (pthread_create(&t, NULL, fn, arg) || pthread_join(t, NULL))
+		FAIL("pthread_create");
+}
+
+static void run_pairs(int threads, long n)
+{
+	for (int i = 0; i < threads; i++) {
+		pthread_t t;
+		if (pthread_create(&t, NULL, pairs, (void *)(intptr_t)n) || pthread_join(t, NULL))
+			FAIL("pthread_create");
+	}
+}
+
+typedef int (*ctl_fn)(const char *, void *, size_t *, void *, size_t);
+
+/* A thread of 4 calls: jemalloc's interface answers as where every thread
+ * has its jemalloc thread cache from its first call. */
+static void *asks(void *arg)
+{
+	ctl_fn ctl = (ctl_fn)arg;
+	for (int i = 0; i < 2; i++)
+		check_put(get(32));
+	_Bool on = 0, opt = 0;
+	size_t sz = sizeof on, osz = sizeof opt;
+	if (ctl("thread.tcache.enabled", &on, &sz, NULL, 0) || !on)
+		FAIL("thread.tcache.enabled: not true in a thread of 4 calls");
+	if (ctl("thread.tcache.flush", NULL, NULL, NULL, 0))
+		FAIL("thread.tcache.flush refused in a thread of 4 calls");
+	if (ctl("opt.tcache", &opt, &osz, NULL, 0) || !opt)
+		FAIL("opt.tcache: not true");
+	return NULL;
+}
+
+/* Where jemalloc's thread caches are the cache's to make (lazy), a
+ * thread of a few calls makes none, one of many calls makes one, and one
+ * whose first call is above the cache's classes makes one at once; where
+ * the program's MALLOC_CONF is set (eager), jemalloc makes them and the
+ * cache none; where the cache was refused after jemalloc started without
+ * them (lone), each thread makes one at its first call. */
+enum { LAZY, EAGER, LONE };
+static void tcaches(int mode)
+{
+	if (!stat_fn)
+		return;
+	const char *name = "malloc.small.thread_tcaches";
+	for (int i = 0; i < 300; i++) /* this thread's made first, where lazy */
+		check_put(get(32));
+	uint64_t t0 = stat(name);
+	run_pairs(50, 8);
+	uint64_t t1 = stat(name);
+	run_pairs(10, 2000);
+	uint64_t t2 = stat(name);
+	run_pairs(5, -1);
+	uint64_t t3 = stat(name);
+	run_one(reallocs, NULL);
+	static unsigned char *blocks[300];
+	for (int i = 0; i < 300; i++)
+		blocks[i] = get(100000);
+	uint64_t t4 = stat(name);
+	run_one(frees, blocks);
+	uint64_t t5 = stat(name);
+	uint64_t few = t1 - t0, many = t2 - t1, big = t3 - t2, re = t4 - t3, fr = t5 - t4;
+	uint64_t want_few = mode == LONE ? 50 : 0, want = mode == EAGER ? 0 : 1;
+	if (re != want || fr != want)
+		FAIL("thread caches made: %llu for a thread of reallocs, %llu for one of frees of another's blocks",
+		     (unsigned long long)re, (unsigned long long)fr);
+	if (few != want_few || many != 10 * want || big != 5 * want)
+		FAIL("thread caches made: %llu for 50 threads of 16 calls, %llu for 10 of 4000, %llu for 5 of a "
+		     "100 KiB block first",
+		     (unsigned long long)few, (unsigned long long)many, (unsigned long long)big);
+	printf("thread caches made: %llu for 50 threads of 16 calls, %llu for 10 of 4000, %llu for 5 of a "
+	       "100 KiB block first\n",
+	       (unsigned long long)few, (unsigned long long)many, (unsigned long long)big);
+	ctl_fn ctl = (ctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
+	pthread_t t;
+	if (!ctl || pthread_create(&t, NULL, asks, (void *)ctl) || pthread_join(t, NULL))
+		FAIL("mallctl or pthread_create");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2)
@@ -615,6 +751,12 @@ int main(int argc, char **argv)
 		resize();
 	} else if (!strcmp(m, "lastround")) {
 		lastround();
+	} else if (!strcmp(m, "tcaches")) {
+		tcaches(LAZY);
+	} else if (!strcmp(m, "tcaches_eager")) {
+		tcaches(EAGER);
+	} else if (!strcmp(m, "tcaches_lone")) {
+		tcaches(LONE);
 	} else {
 		return 2;
 	}
