@@ -1584,7 +1584,8 @@ int hz_small_tcache_lazy(void);
  * program 2 MiB of its blocks. hz_small_tables_back maps them again, zero
  * as the loader left them, before a call to its control interface starts
  * it after all: 0, or EAGAIN (what its mallctl answers when it cannot
- * start) when they cannot be. */
+ * start) when they cannot be, or when jemalloc could not start at the
+ * allocator's start (hz_small_start). */
 void hz_small_release_tables(void);
 int hz_small_tables_back(void);
 /* Makes the tables' pages writable (hz_small_start does, first): 0, or an

@@ -63,6 +63,9 @@ const char *hz_je_malloc_conf = JE_CONF;
  * threads: 70 us a thread, 60 without, glibc's 58). */
 static const char conf_lazy[] = JE_CONF ",tcache:false";
 static int lazy;
+/* 1 where jemalloc could not start: it stays so (a call into it from
+ * another thread would wait for its start without end), never called. */
+static int start_failed;
 
 /* The bounds of jemalloc's zeroed tables, a read-only section of their
  * own (scripts/jemalloc-rename.sh), in a segment of their own in
@@ -113,8 +116,10 @@ int hz_small_start(int lazy_tcache)
 	size_t sz = sizeof k;
 	/* Any call starts it; EAGAIN where it cannot (no pthread key left
 	 * for its thread data: it would refuse every call). */
-	if (hz_je_mallctl("arenas.narenas", &k, &sz, NULL, 0))
+	if (hz_je_mallctl("arenas.narenas", &k, &sz, NULL, 0)) {
+		start_failed = 1;
 		return EAGAIN;
+	}
 	if (lazy) { /* started before (a call of the program's into its API): as it was */
 		_Bool on = 1;
 		sz = sizeof on;
@@ -142,6 +147,8 @@ void hz_small_release_tables(void)
 
 int hz_small_tables_back(void)
 {
+	if (start_failed)
+		return EAGAIN;
 	int e = 0;
 	hz_small_tables_lock();
 	if (tables_released) {

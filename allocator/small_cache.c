@@ -65,11 +65,11 @@
 /* Where jemalloc makes no thread cache of its own at a thread's first
  * call (hz_small_start's lazy_tcache), the thread's is made at its
  * TCACHE_AFTERth slow path (a malloc of the cache's sizes or a free of
- * the region's blocks, while new), or its TCACHE_AFTERth free of a block
- * of jemalloc's: made, filled at each class's first call (up to 100
- * blocks) and flushed at the thread's exit, it cost a thread of a few
- * calls 10 us, where a call without it takes a bin's lock (tens of ns).
- * A call jemalloc serves past the stacks makes it at once (je_first). */
+ * the region's blocks, while new): made, filled at each class's first
+ * call (up to 100 blocks) and flushed at the thread's exit, it cost a
+ * thread of a few calls 10 us, where a call without it takes a bin's
+ * lock (tens of ns). A call jemalloc serves past the stacks makes it at
+ * once (je_first); frees of jemalloc's blocks never do (je_free). */
 #define TCACHE_AFTER 256
 /* Batches each transfer cache holds before it gives them back to
  * jemalloc: up to 2 MiB of blocks, and 512 batches (a pointer array of
@@ -122,7 +122,7 @@ struct cache {
 	int state;     /* 0 new, 1 caching (flushed at its exit), 2 gone: jemalloc's blocks */
 	uint32_t warm; /* calls to jemalloc while new */
 	int tcache_on; /* jemalloc's thread cache of its own made (lazy: see TCACHE_AFTER) */
-	uint32_t je_frees; /* frees of jemalloc's blocks before it is made */
+	int keyed;     /* its exit key set (thread_new) */
 	void **stacks; /* the bins' slots, jemalloc's block */
 	int flags;     /* mallocx flags: the arena and the thread's explicit cache */
 	unsigned tcache; /* that cache's identifier */
@@ -154,6 +154,7 @@ static pthread_key_t exit_key;
 static uint64_t filled, flushed; /* blocks taken from jemalloc and given back */
 static uint64_t tcaches;         /* threads' jemalloc caches made here (lazy) */
 static int lazy;                 /* jemalloc's own thread caches made here (TCACHE_AFTER) */
+static int installed;            /* the cache in front (else refused: the lone functions) */
 static size_t opt_tcache_mib[2] = {SIZE_MAX, SIZE_MAX}; /* opt.tcache, where jemalloc says */
 static size_t transfer_bytes;    /* blocks the transfer caches hold */
 
@@ -419,7 +420,7 @@ static void thread_new(void)
 	 * key past its first 32, and that call must not come back here. */
 	tc.state = 2;
 	if (!pthread_setspecific(exit_key, &tc))
-		tc.state = 0;
+		tc.state = 0, tc.keyed = 1;
 	else if (lazy) /* its blocks are jemalloc's from now on */
 		tcache_on();
 }
@@ -454,7 +455,7 @@ static void thread_start(void)
  * first, its stacks at the WARMth. */
 static void thread_warm(void)
 {
-	if (tc.state == 0 && !tc.warm)
+	if (tc.state == 0 && !tc.keyed)
 		thread_new();
 	if (tc.state != 0)
 		return;
@@ -474,7 +475,12 @@ static void thread_warm(void)
  * may have cleaned the thread's data up already). */
 static HZ_NOINLINE void je_first_slow(void)
 {
-	if (tc.state == 0 && !tc.warm)
+	if (!installed) { /* refused: as the lone functions, at the first call */
+		if (!tc.tcache_on)
+			tcache_on();
+		return;
+	}
+	if (tc.state == 0 && !tc.keyed)
 		thread_new();
 	if (tc.state == 0 && !tc.tcache_on)
 		tcache_on();
@@ -492,14 +498,19 @@ static HZ_NOINLINE void *big_malloc(size_t size)
 	return hz_je_malloc(size);
 }
 
-/* A block outside the region freed: most often one jemalloc handed out
- * in the thread's first calls, or another thread's. Such frees count
- * towards TCACHE_AFTER apart (a thread that only frees, a consumer, gets
- * its jemalloc cache too), not towards WARM. */
+/* A block outside the region freed (lazy): the thread's exit key set at
+ * its first, so that a thread jemalloc sees first through frees gets no
+ * jemalloc cache once its exit has begun. Frees alone make none: jemalloc
+ * keeps the data of a thread that only frees minimal, without a cache. */
+static inline void je_seen(void)
+{
+	if (hz_unlikely(lazy && !tc.keyed && tc.state == 0))
+		thread_new();
+}
+
 static HZ_NOINLINE void je_free(void *p)
 {
-	if (hz_unlikely(lazy && !tc.tcache_on) && ++tc.je_frees >= TCACHE_AFTER)
-		je_first_slow();
+	je_seen();
 	hz_je_free(p);
 }
 
@@ -578,7 +589,7 @@ static HZ_NOINLINE void *refill(size_t size, unsigned c)
 static HZ_NOINLINE void overflow(void *p, unsigned c)
 {
 	if (c == NO_CLASS) {
-		hz_je_free(p);
+		je_free(p);
 		return;
 	}
 	if (hz_unlikely(tc.state != 1)) {
@@ -731,7 +742,7 @@ static void *cache_mallocx(size_t size, int flags)
 static void cache_dallocx(void *p, int flags)
 {
 	if (flags & ~HZ_JE_LG_ALIGN_MASK) {
-		je_first();
+		je_seen();
 		hz_je_dallocx(p, flags);
 	} else {
 		cache_free(p);
@@ -741,7 +752,7 @@ static void cache_dallocx(void *p, int flags)
 static void cache_sdallocx(void *p, size_t size, int flags)
 {
 	if (flags & ~HZ_JE_LG_ALIGN_MASK) {
-		je_first();
+		je_seen();
 		hz_je_sdallocx(p, size, flags);
 	} else {
 		cache_free(p);
@@ -833,9 +844,8 @@ static void *lone_calloc(size_t n, size_t size)
 	return hz_je_calloc(n, size);
 }
 
-static void lone_free(void *p)
+static void lone_free(void *p) /* none made: see je_free */
 {
-	first_call();
 	hz_je_free(p);
 }
 
@@ -859,13 +869,11 @@ static void *lone_rallocx(void *p, size_t size, int flags)
 
 static void lone_dallocx(void *p, int flags)
 {
-	first_call();
 	hz_je_dallocx(p, flags);
 }
 
 static void lone_sdallocx(void *p, size_t size, int flags)
 {
-	first_call();
 	hz_je_sdallocx(p, size, flags);
 }
 
@@ -929,6 +937,7 @@ int hz_small_cache_install(struct hz_small_engine *e, int lazy_tcache)
 		.mallocx = cache_mallocx, .rallocx = cache_rallocx, .xallocx = cache_xallocx, .dallocx = cache_dallocx,
 		.sdallocx = cache_sdallocx,
 	};
+	installed = 1;
 	place(e, &cache);
 	return 0;
 }
