@@ -409,6 +409,13 @@ static HZ_NOINLINE void tcache_on(void)
 		__atomic_fetch_add(&tcaches, 1, __ATOMIC_RELAXED);
 }
 
+/* A refused cache's rule: made at the thread's first allocating call. */
+static inline void first_call(void)
+{
+	if (hz_unlikely(!tc.tcache_on))
+		tcache_on();
+}
+
 /* A thread's first slow path: its exit key set, so that its destructor
  * runs in glibc's first round of them, before any other library's
  * destructor can make the thread's cache start (one that starts in the
@@ -476,8 +483,7 @@ static void thread_warm(void)
 static HZ_NOINLINE void je_first_slow(void)
 {
 	if (!installed) { /* refused: as the lone functions, at the first call */
-		if (!tc.tcache_on)
-			tcache_on();
+		first_call();
 		return;
 	}
 	if (tc.state == 0 && !tc.keyed)
@@ -810,27 +816,24 @@ static void batch_start(void)
 }
 
 /* Functions of f in e's place, those f has (usable and nallocx stay
- * jemalloc's). */
+ * jemalloc's). Composed apart and stored whole, each field from one
+ * function to another: a signal handler interrupting the allocator's
+ * start on its thread never finds one NULL. */
 static void place(struct hz_small_engine *e, const struct hz_small_engine *f)
 {
-	struct hz_small_engine was = *e;
-	*e = *f;
-	e->usable = was.usable;
-	e->nallocx = was.nallocx;
-	e->jemalloc = was.jemalloc;
-	if (!f->xallocx)
-		e->xallocx = was.xallocx;
+	struct hz_small_engine n = *f;
+	n.usable = e->usable;
+	n.nallocx = e->nallocx;
+	n.jemalloc = e->jemalloc;
+	if (!n.xallocx)
+		n.xallocx = e->xallocx;
+	*e = n;
 }
 
 /* Where jemalloc was started with no thread caches of its own for the
  * cache (lazy) and the cache is refused after all: jemalloc's functions,
- * each thread's jemalloc cache made at its first call, as jemalloc would
- * have made it. */
-static inline void first_call(void)
-{
-	if (hz_unlikely(!tc.tcache_on))
-		tcache_on();
-}
+ * each thread's jemalloc cache made at its first call (first_call), as
+ * jemalloc would have made it. */
 
 static void *lone_malloc(size_t size)
 {
@@ -981,7 +984,7 @@ int hz_small_cache_ctl(const char *name, const size_t *mib, size_t miblen, void 
 		return -1;
 	je_first();
 	int opt = name ? !strcmp(name, "opt.tcache")
-		       : miblen == 2 && mib[0] == opt_tcache_mib[0] && mib[1] == opt_tcache_mib[1];
+		       : mib && miblen == 2 && mib[0] == opt_tcache_mib[0] && mib[1] == opt_tcache_mib[1];
 	if (!opt || newp || !oldp || !oldlenp || *oldlenp != sizeof(_Bool))
 		return -1;
 	*(_Bool *)oldp = 1;
