@@ -1596,16 +1596,19 @@ int hz_small_tables_writable(void);
 void hz_small_tables_lock(void);
 void hz_small_tables_unlock(void);
 /* The thread cache (small_cache.c): per thread, stacks of free blocks of
- * jemalloc's classes up to HZ_CACHE_MAX, from an arena of its own placed
- * in a region of its own, from HZ_CACHE_BASE on (above the arenas'
- * window), and after it a table of each page's class. Installed
+ * jemalloc's classes up to HZ_CACHE_MAX (malloc's fast path), and a
+ * block kept of each of its large ones on to HZ_CACHE_BIG_MAX (its slow
+ * path), from an arena of its own placed in a region of its own, from
+ * HZ_CACHE_BASE on (above the arenas' window), and after it a table of
+ * each page's class. Installed
  * in the small engine's table over the embedded jemalloc, at the
  * allocator's start (before hardened mode's): 0, or -1 where it is not
  * (another engine, or jemalloc's classes not as assumed). lazy_tcache
  * (hz_small_tcache_lazy): jemalloc makes no thread cache of its own, and
  * the cache makes a thread's as its calls come. */
 #define HZ_CACHE_MAX 65536 /* jemalloc's small classes (to 14 KiB) and its large ones to 64 KiB */
-#define HZ_CACHE_CLASSES 48 /* and the last, no class's: see small_cache.c */
+#define HZ_CACHE_BIG_MAX (1 << 20) /* jemalloc's large classes above it, to 1 MiB (its tcache_max, small.c) */
+#define HZ_CACHE_CLASSES 64 /* and the last, no class's: see small_cache.c */
 #define HZ_CACHE_BASE ((uintptr_t)1 << 45)               /* 32 TiB */
 #define HZ_CACHE_SPAN ((uintptr_t)1 << 40)               /* 1 TiB */
 #define HZ_CACHE_TABLE (HZ_CACHE_BASE + HZ_CACHE_SPAN)  /* a byte per page of it */

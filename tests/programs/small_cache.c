@@ -17,22 +17,23 @@
  *                              set does not grow with the threads)
  *   small_cache counts         malloc.small.calls counts the cache's,
  *                              each call once; malloc.small.large_calls
- *                              its calls of 16-64 KiB, and
- *                              malloc.small.calls not those
+ *                              its calls of 16-64 KiB and of 200 KiB
+ *                              (a big class: the block in the region),
+ *                              and malloc.small.calls not those
  *   small_cache aligned        memalign, posix_memalign and aligned_alloc
  *                              of 8-64 B alignments: each block aligned,
  *                              whole, and those of 8 and 16 B the cache's
  *   small_cache trim           malloc_trim gives the cached blocks back,
- *                              of small and large classes
+ *                              of small, large and big classes
  *   small_cache fork           forks while threads allocate; the child
  *                              allocates, frees and counts
  *   small_cache blocked        the region taken by another mapping before
  *                              the cache starts: every size is served,
  *                              outside it
- *   small_cache resize         blocks of 16-64 KiB realloc'ed in place
- *                              (shrunk or grown) and freed: a later
- *                              malloc of their old size gets a block of
- *                              its size
+ *   small_cache resize         blocks of 16 KiB-1 MiB realloc'ed in
+ *                              place (shrunk or grown) and freed: a
+ *                              later malloc of their old size gets a
+ *                              block of its size
  *   small_cache lastround      threads whose only calls are made in a
  *                              key destructor of glibc's last round,
  *                              and others after them on their stacks:
@@ -93,11 +94,12 @@ static unsigned char tag(const void *p, size_t i)
 	return (unsigned char)(((uintptr_t)p >> 4) + i);
 }
 
-/* A size the cache serves: up to 1 KiB, one in eight up to 64 KiB. */
+/* A size the cache serves: up to 1 KiB, one in eight up to 64 KiB, one
+ * in 4096 up to 1 MiB (its big classes). */
 static size_t any_size(unsigned *seed)
 {
 	unsigned r = (unsigned)rand_r(seed);
-	return 1 + (r & 7 ? r % 1024 : r % 65536);
+	return r & 7 ? 1 + r % 1024 : (r >> 3) & 511 ? 1 + r % 65536 : 1 + r % ((1u << 20) - 1);
 }
 
 static unsigned char *get(size_t n)
@@ -320,19 +322,36 @@ static void counts(void)
 		     (unsigned long long)small);
 	printf("%d calls of 32 KiB: large_calls grew by %llu, calls by %llu\n", L, (unsigned long long)large,
 	       (unsigned long long)small);
+	/* And of a big class (200 KiB, past malloc's fast path): the
+	 * region's blocks, counted so too. */
+	small0 = stat("malloc.small.calls"), large0 = stat("malloc.small.large_calls");
+	for (int r = 0; r < L / 10; r++) {
+		for (int i = 0; i < 10; i++)
+			if (!cached(p[i] = malloc(200 << 10)))
+				FAIL("a block of 200 KiB at %p, outside the cache's region", (void *)p[i]);
+		for (int i = 0; i < 10; i++)
+			free(p[i]);
+	}
+	small = stat("malloc.small.calls") - small0, large = stat("malloc.small.large_calls") - large0;
+	if (large + 100 < L || large > L + L / 10 || small > L / 20)
+		FAIL("%d calls of 200 KiB: large_calls grew by %llu, calls by %llu", L, (unsigned long long)large,
+		     (unsigned long long)small);
+	printf("%d calls of 200 KiB: large_calls grew by %llu, calls by %llu\n", L, (unsigned long long)large,
+	       (unsigned long long)small);
 }
 
 /* ---- resize ---- */
 
 /* Blocks of jemalloc's large classes that realloc shrinks or grows in
  * place, then frees: a later malloc of the old size must not get one of
- * them (malloc_usable_size and every byte of it checked by get()). */
-static void resize(void)
+ * them (malloc_usable_size and every byte of it checked by get()). Round
+ * r's sizes from sizes(r), nkeep blocks of the old size kept. */
+static void resize_rounds(int rounds, void (*sizes)(int, size_t *, size_t *), int nkeep)
 {
 	static unsigned char *keep[64];
-	warm();
-	for (int r = 0; r < 4000; r++) {
-		size_t from = r & 1 ? 65536 : 40000, to = r & 2 ? 20000 : 90000;
+	for (int r = 0; r < rounds; r++) {
+		size_t from, to;
+		sizes(r, &from, &to);
 		unsigned char *p = get(from), *q;
 		size_t u = malloc_usable_size(p);
 		if (!(q = realloc(p, to)))
@@ -341,13 +360,36 @@ static void resize(void)
 			if (q[i] != tag(p, i))
 				FAIL("realloc from %zu to %zu: byte %zu lost", from, to, i);
 		free(q);
-		int k = r % 64;
+		int k = r % nkeep;
 		if (keep[k])
 			check_put(keep[k]);
 		keep[k] = get(from - r % 1000);
 	}
-	for (int k = 0; k < 64; k++)
+	for (int k = 0; k < nkeep; k++) {
 		check_put(keep[k]);
+		keep[k] = NULL;
+	}
+}
+
+static void sizes_large(int r, size_t *from, size_t *to)
+{
+	*from = r & 1 ? 65536 : 40000;
+	*to = r & 2 ? 20000 : 90000;
+}
+
+/* The big classes (80 KiB-1 MiB): grown and shrunk in place across them
+ * and out of them. */
+static void sizes_big(int r, size_t *from, size_t *to)
+{
+	*from = r & 1 ? 200000 : 600000;
+	*to = r & 2 ? (r & 4 ? 30000 : 150000) : (r & 4 ? 2000000 : 400000);
+}
+
+static void resize(void)
+{
+	warm();
+	resize_rounds(4000, sizes_large, 64);
+	resize_rounds(400, sizes_big, 8);
 }
 
 /* ---- lastround ---- */
@@ -524,6 +566,22 @@ static void trim(void)
 		     (unsigned long long)before, (unsigned long long)now);
 	printf("64 blocks of 32 KiB freed, one taken, malloc_trim: %llu bytes allocated before, %llu after\n",
 	       (unsigned long long)before, (unsigned long long)now);
+	/* And of a big class (300 KiB): the one the thread kept, back to
+	 * the arena. */
+	malloc_trim(0);
+	before = stat("malloc.small.allocated_bytes");
+	for (int i = 0; i < 16; i++)
+		p[i] = get(300 << 10);
+	for (int i = 0; i < 16; i++)
+		check_put(p[i]);
+	uint64_t freed = stat("malloc.small.allocated_bytes");
+	malloc_trim(0);
+	now = stat("malloc.small.allocated_bytes");
+	if (stat_fn && (now > before + (64u << 10) || freed < before + (300u << 10)))
+		FAIL("16 blocks of 300 KiB freed: %llu bytes allocated before, %llu freed, %llu after malloc_trim",
+		     (unsigned long long)before, (unsigned long long)freed, (unsigned long long)now);
+	printf("16 blocks of 300 KiB freed: %llu bytes allocated before, %llu freed, %llu after malloc_trim\n",
+	       (unsigned long long)before, (unsigned long long)freed, (unsigned long long)now);
 }
 
 /* ---- fork ---- */
