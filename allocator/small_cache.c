@@ -989,11 +989,20 @@ int hz_small_cache_install(struct hz_small_engine *e, int lazy_tcache)
 		}
 		class_of[i] = (uint8_t)(classes - 1);
 	}
-	/* And the big classes, where each is a multiple of 16 KiB (else
-	 * none): big_of[i] is the first class from i << BIG_SHIFT, and so of
-	 * every size above (i - 1) << BIG_SHIFT. */
+	/* jemalloc's small classes are its first nbins; where it does not
+	 * say, every class is treated as one realloc may resize in place. */
+	unsigned nbins = 0;
+	size_t nsz = sizeof nbins;
+	int said = !hz_je_mallctl("arenas.nbins", &nbins, &nsz, NULL, 0);
+	small_classes = !said || nbins > classes ? 0 : nbins;
+	large_from = !said || nbins > classes ? classes : nbins;
+	/* And the big classes, where jemalloc says every one is a large
+	 * class of its (with pages of 64 KiB, its slabs' classes go on past
+	 * 64 KiB), each a multiple of 16 KiB (else none): big_of[i] is the
+	 * first class from i << BIG_SHIFT, and so of every size above
+	 * (i - 1) << BIG_SHIFT. */
 	unsigned first_big = classes;
-	for (size_t i = (HZ_CACHE_MAX >> BIG_SHIFT) + 1; i <= HZ_CACHE_BIG_MAX >> BIG_SHIFT; i++) {
+	for (size_t i = (HZ_CACHE_MAX >> BIG_SHIFT) + 1; small_classes && i <= HZ_CACHE_BIG_MAX >> BIG_SHIFT; i++) {
 		size_t s = hz_je_nallocx(i << BIG_SHIFT, 0);
 		if (s != last) {
 			if (classes == NO_CLASS || classes - first_big == BIG_CLASSES || s > HZ_CACHE_BIG_MAX ||
@@ -1010,13 +1019,6 @@ int hz_small_cache_install(struct hz_small_engine *e, int lazy_tcache)
 		big_from = first_big;
 		big_max = HZ_CACHE_BIG_MAX;
 	}
-	/* jemalloc's small classes are its first nbins; where it does not
-	 * say, every class is treated as one realloc may resize in place. */
-	unsigned nbins = 0;
-	size_t nsz = sizeof nbins;
-	int said = !hz_je_mallctl("arenas.nbins", &nbins, &nsz, NULL, 0);
-	small_classes = !said || nbins > classes ? 0 : nbins;
-	large_from = !said || nbins > classes ? classes : nbins;
 	size_t q = 0, qsz = sizeof q;
 	if (!hz_je_mallctl("arenas.quantum", &q, &qsz, NULL, 0) && q && !(q & (q - 1)))
 		quantum = q;
@@ -1049,7 +1051,8 @@ void hz_small_cache_trim(void)
 	/* The calling thread's cache ends as at its exit: its stacks given
 	 * back and its explicit jemalloc cache destroyed, which jemalloc's
 	 * own garbage collection never reaches (a thread that once used
-	 * the large classes holds up to 4 MiB there and on its stacks). It
+	 * every large class holds up to 4 MiB of those to 64 KiB there and
+	 * on its stacks, and 24 MiB of the big classes'). It
 	 * starts again at its next slow path, past its warm-up. */
 	if (tc.state == 1) {
 		thread_exit(NULL);
@@ -1107,7 +1110,7 @@ static uint64_t big_requests(void)
 {
 	size_t m[6], len = 6;
 	uint64_t sum = 0;
-	if (big_from >= classes || !small_classes || __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) != 2 ||
+	if (big_from >= classes || __atomic_load_n(&arena_state, __ATOMIC_ACQUIRE) != 2 ||
 	    hz_je_mallctlnametomib("stats.arenas.0.lextents.0.nrequests", m, &len) || len != 6)
 		return 0;
 	m[2] = arena_index;

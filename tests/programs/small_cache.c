@@ -19,7 +19,9 @@
  *                              each call once; malloc.small.large_calls
  *                              its calls of 16-64 KiB and of 200 KiB
  *                              (a big class: the block in the region),
- *                              and malloc.small.calls not those
+ *                              and malloc.small.calls not those; of big
+ *                              blocks freed, those up to 1 MiB are
+ *                              taken again without a fill
  *   small_cache aligned        memalign, posix_memalign and aligned_alloc
  *                              of 8-64 B alignments: each block aligned,
  *                              whole, and those of 8 and 16 B the cache's
@@ -338,6 +340,26 @@ static void counts(void)
 		     (unsigned long long)small);
 	printf("%d calls of 200 KiB: large_calls grew by %llu, calls by %llu\n", L, (unsigned long long)large,
 	       (unsigned long long)small);
+	/* A thread keeps the last block it freed of each big class, up to
+	 * 1 MiB in all (small_cache.c's BIG_HELD): of blocks of 112, 224,
+	 * 320 and 448 KiB freed in that order (1,104 KiB), the first three
+	 * are taken again without a fill from jemalloc, twice over. */
+	static const size_t big[] = {100 << 10, 200 << 10, 300 << 10, 400 << 10};
+	for (int r = 0; r < 2; r++) {
+		for (int i = 0; i < 4; i++)
+			p[i] = get(big[i]);
+		for (int i = 0; i < 4; i++)
+			check_put(p[i]);
+		uint64_t filled = stat("malloc.small.cache_filled");
+		for (int i = 0; i < 4; i++)
+			p[i] = get(big[i]);
+		filled = stat("malloc.small.cache_filled") - filled;
+		for (int i = 0; i < 4; i++)
+			check_put(p[i]);
+		if (stat_fn && filled != 1)
+			FAIL("4 blocks of 112-448 KiB freed and taken again: %llu filled, not 1 (round %d)",
+			     (unsigned long long)filled, r);
+	}
 }
 
 /* ---- resize ---- */
