@@ -30,6 +30,7 @@ RSS_OVER = 1.10  # peak RSS over glibc's from which the summary names the row
 MACHINES = {
     "2026-12-05": "the 2-core AMD EPYC (Zen 5) VM, Linux 6.18",
     "2026-12-06": "a 2-core Intel Xeon VM (AVX-512; slow memory: 9 GB/s for a `rep stosb` of 128 MiB)",
+    "2026-12-07": "the 2-core AMD EPYC (Zen 5) VM, Linux 6.18",
 }
 
 # Each CSV the table reads: what it measured, and a command that measures
@@ -40,6 +41,8 @@ SOURCES = {
     "real-2026-12-06c.csv": ("the real-program suite, 3 runs, zstd and xz of 30 MiB",
                              "scripts/hugezero suite --real --reps 3 --compress-mb 30"),
     "suite-2026-12-05.csv": ("the workload suite, 3 runs", "scripts/hugezero suite --reps 3"),
+    "suite-2026-12-07.csv": ("the workload suite's cases of the table, 5 runs",
+                             'scripts/hugezero suite --reps 5 --cases small prodcons realloc large "memset 0"'),
     "suite-fresh-2026-12-05b.csv": ("the workload suite's fresh-memory cases",
                                     'scripts/hugezero suite --reps 3 --cases "calloc fresh 256M" malloc+memset'),
     "memset-learn-2026-12-06.csv": ("memset_bench: each figure the median of 5 runs alternating glibc, "
@@ -160,7 +163,7 @@ def calloc_bench(case, size):
 
 REDIS = "\u2020"  # a dagger after Redis's glibc figure: see the note under the table
 R6D, R6C = "real-2026-12-06d.csv", "real-2026-12-06c.csv"
-SUITE, FRESH = "suite-2026-12-05.csv", "suite-fresh-2026-12-05b.csv"
+SUITE, FRESH = "suite-2026-12-07.csv", "suite-fresh-2026-12-05b.csv"
 MEMSET, BLOCK, CALLOC = "memset-learn-2026-12-06.csv", "block-memset-2026-12-06.csv", "calloc-learnt-2026-12-06.csv"
 ONLY_GLIBC = ("glibc",)
 FIGURES = (
