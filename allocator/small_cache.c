@@ -674,6 +674,12 @@ static inline unsigned size_class(size_t size)
 	return class_of[(size + 7) >> 3];
 }
 
+/* A size's big class, for sizes above HZ_CACHE_MAX up to big_max. */
+static inline unsigned big_class(size_t size)
+{
+	return big_of[(size + (1u << BIG_SHIFT) - 1) >> BIG_SHIFT];
+}
+
 /* A size above HZ_CACHE_MAX: a big class's, the block the thread kept,
  * else one from the arena. */
 static HZ_NOINLINE void *big_malloc(size_t size)
@@ -686,7 +692,7 @@ static HZ_NOINLINE void *big_malloc(size_t size)
 		if (tc.state != 1)
 			return hz_je_malloc(size);
 	}
-	unsigned c = big_of[(size + (1u << BIG_SHIFT) - 1) >> BIG_SHIFT];
+	unsigned c = big_class(size);
 	void *p = tc.big[c - big_from];
 	if (p) {
 		tc.big[c - big_from] = NULL;
@@ -756,7 +762,7 @@ static void reclass(void *q)
 		return;
 	size_t u = hz_je_malloc_usable_size(q);
 	unsigned c = u <= HZ_CACHE_MAX ? size_class(u)
-		     : u <= big_max    ? big_of[(u + (1u << BIG_SHIFT) - 1) >> BIG_SHIFT]
+		     : u <= big_max    ? big_class(u)
 				       : NO_CLASS;
 	if (c != NO_CLASS && class_size[c] != u)
 		c = NO_CLASS;
