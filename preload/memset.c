@@ -95,11 +95,24 @@ static HZ_NOINLINE void *memset_large(void *p, int c, size_t n)
 	return fill(p, c, n);
 }
 
+/* memset where the widest front end does not run: on a CPU without its
+ * ISA (an AVX2 one), before setup, or in off mode. Small sizes jump
+ * straight to the pointer's front end: through memset_large, whose frame
+ * is set up before its size test, the call took 1.5x glibc's time on an
+ * AVX2 CPU (churn_bench memset0, 12 ns against 8). */
+static inline void *memset_else(void *p, int c, size_t n)
+{
+	if (hz_likely(n <= HZ_FRONT_MAX))
+		return hz_memset_impl(p, c, n);
+	return memset_large(p, c, n);
+}
+
 /* memset is the architecture's widest front end (arch/<cpu>/widest.h and
  * the arch/memset_small.h template), guarded by hz_memset_widest_ok. */
 #include "widest.h"
 #define HZ_FRONT memset
 #define HZ_FRONT_GUARD __atomic_load_n(&hz_memset_widest_ok, __ATOMIC_RELAXED)
+#define HZ_FRONT_ELSE memset_else
 #define HZ_FRONT_LARGE memset_large
 #define HZ_FRONT_VISIBILITY HZ_EXPORT
 #include "../arch/memset_small.h"
