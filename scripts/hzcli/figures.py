@@ -30,7 +30,8 @@ RSS_OVER = 1.10  # peak RSS over glibc's from which the summary names the row
 MACHINES = {
     "2026-12-05": "the 2-core AMD EPYC (Zen 5) VM, Linux 6.18",
     "2026-12-06": "a 2-core Intel Xeon VM (AVX-512; slow memory: 9 GB/s for a `rep stosb` of 128 MiB)",
-    "2026-12-07": "the 2-core AMD EPYC (Zen 5) VM, Linux 6.18",
+    "2026-12-07": "the 2-core AMD EPYC VM, Linux 6.18, whose CPUID that day showed no AVX-512 (AVX2, ERMS, "
+                  "FSRM, CLZERO): memset's small sizes ran the AVX2 front end",
 }
 
 # Each CSV the table reads: what it measured, and a command that measures
@@ -43,6 +44,8 @@ SOURCES = {
     "suite-2026-12-05.csv": ("the workload suite, 3 runs", "scripts/hugezero suite --reps 3"),
     "suite-2026-12-07.csv": ("the workload suite's cases of the table, 5 runs",
                              'scripts/hugezero suite --reps 5 --cases small prodcons realloc large "memset 0"'),
+    "suite-memset-2026-12-07.csv": ("the workload suite's small memset case, 15 runs",
+                                    'scripts/hugezero suite --reps 15 --cases "memset 0"'),
     "suite-fresh-2026-12-05b.csv": ("the workload suite's fresh-memory cases",
                                     'scripts/hugezero suite --reps 3 --cases "calloc fresh 256M" malloc+memset'),
     "memset-learn-2026-12-06.csv": ("memset_bench: each figure the median of 5 runs alternating glibc, "
@@ -164,6 +167,7 @@ def calloc_bench(case, size):
 REDIS = "\u2020"  # a dagger after Redis's glibc figure: see the note under the table
 R6D, R6C = "real-2026-12-06d.csv", "real-2026-12-06c.csv"
 SUITE, FRESH = "suite-2026-12-07.csv", "suite-fresh-2026-12-05b.csv"
+SMALL_MEMSET = "suite-memset-2026-12-07.csv"
 MEMSET, BLOCK, CALLOC = "memset-learn-2026-12-06.csv", "block-memset-2026-12-06.csv", "calloc-learnt-2026-12-06.csv"
 ONLY_GLIBC = ("glibc",)
 FIGURES = (
@@ -189,7 +193,7 @@ FIGURES = (
         Figure("malloc+memset 0 of 5-25 MiB, 20 live", "us", SUITE, False, workload("large")),
         Figure("fresh calloc+touch of 256 MiB", "ms", FRESH, False, workload("calloc fresh 256M", 1e-6)),
         Figure("fresh malloc+memset of 256 MiB", "ms", FRESH, False, workload("malloc+memset 256M", 1e-6)),
-        Figure("memset of 1-256 B at random offsets, through the PLT (churn_bench)", "ns", SUITE, False,
+        Figure("memset of 1-256 B at random offsets, through the PLT (churn_bench)", "ns", SMALL_MEMSET, False,
                workload("memset 0"), ONLY_GLIBC),
         Figure("memset of 1-256 B at random offsets, called directly (memset_bench)", "ns", MEMSET, False,
                memset_bench("random1-256", "glibc_ns", "hugezero_ns"), ONLY_GLIBC),
