@@ -673,6 +673,7 @@ struct hz_arena_counters {
 	uint64_t unused;                       /* bytes the zeroer cleared or populated, released before a block took them */
 	uint64_t refaulted, refaults;          /* bytes handed out again after a release, and the faults they cost (estimated) */
 	uint64_t kept_taken;                   /* blocks handed out whole from the kept ones (arena.c) */
+	uint64_t retained_taken;               /* huge blocks handed out at retained addresses (budget.c) */
 };
 
 /* The zeroer's recent record in an arena for one kind of its work
@@ -720,7 +721,9 @@ struct hz_arena {
 				    * arenas read it without this lock for the process's budget) */
 	uint64_t window_at;        /* when the decay's window began; 0: none (no free memory) */
 	size_t low;                /* the least free memory in memory it held in the window (budget.c) */
-	size_t evicted;            /* huge blocks' bytes unmapped lately: a new one of that much counts as refaulted */
+	size_t evicted;            /* huge blocks' bytes released lately: a new one of that much counts as refaulted */
+	struct hz_huge *retained;  /* huge blocks released, their mappings kept (budget.c), most recently first */
+	size_t retained_bytes;     /* their mapped bytes, at most HZ_RETAINED_MAX */
 	uint64_t frees;            /* a clock: blocks and chunks remember it when freed */
 	size_t missed;             /* bytes handed out that were not in memory, since the last decay:
 				    * the reserve refills up to this much (budget.c) */
@@ -849,13 +852,28 @@ void hz_budget_bound(struct hz_arena *a);
  * unless it grows such buffers again and again: where it is the only
  * block of its size class the arena ever handed out, its memory goes
  * back at once, the whole 2 MiB blocks within its pages [lo, hi) of c,
- * or the cached huge block h, unmapped. Where a second block of the
+ * or the cached huge block h, released. Where a second block of the
  * class was taken, it is kept, as every freed block is: the budget and
  * its decay bound it. */
 void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_t lo, size_t hi,
 		     struct hz_huge *h);
+/* A released huge block keeps its mapping, retained (jemalloc's term):
+ * its pages go back (MADV_DONTNEED), and its addresses serve the next
+ * huge block that fits, as a fresh mapping would, with no mmap or munmap.
+ * munmap takes the write side of the lock of the mapping's anon_vma,
+ * which a kernel thread walking the mapping's pages holds for reading
+ * (DAMON's kdamond, kcompactd): one such thread preempted there by the
+ * program's real-time threads made a free wait 600 ms. MADV_DONTNEED
+ * takes no such lock. Not where mappings are charged in full
+ * (hz_huge_fitted), nor where the pages cannot go (mlocked): unmapped
+ * there. At most HZ_RETAINED_MAX bytes an arena: the least recently
+ * released are unmapped past it. */
+#define HZ_RETAINED_MAX ((size_t)1 << 30)
+/* The retained block of a that fits `usable` bytes best, of at most a
+ * quarter more than `mapped`, taken (lock held); NULL when none does. */
+struct hz_huge *hz_budget_take_retained(struct hz_arena *a, size_t usable, size_t mapped);
 /* Releases all the arena's free memory in memory, partial huge pages
- * included, and unmaps every cached huge block, once the zeroer's claim
+ * included, and unmaps every cached and retained huge block, once the zeroer's claim
  * in a has ended (lock held); the reserve is not refilled until blocks
  * are taken fresh again. Returns the bytes. */
 size_t hz_budget_trim(struct hz_arena *a);
@@ -1433,7 +1451,7 @@ static inline size_t hz_large_good_size(size_t size)
  * for any range, the arenas' or not. */
 void hz_large_protected(const void *p, size_t len);
 /* Releases every free dirty page of every chunk, partial huge pages
- * included, and unmaps every cached huge block (malloc_trim); returns the
+ * included, and unmaps every cached and retained huge block (malloc_trim); returns the
  * bytes released. */
 size_t hz_large_trim(void);
 
@@ -1452,6 +1470,8 @@ struct hz_large_stats {
 	uint64_t refaulted_bytes, refaults; /* handed out again after a release; the faults that cost */
 	size_t kept_bytes;                  /* chunk blocks freed and kept whole (part of dirty_free_bytes) */
 	uint64_t kept_taken;                /* blocks handed out from them */
+	size_t retained_bytes;              /* huge blocks released, their mappings kept */
+	uint64_t retained_taken;            /* blocks handed out from them */
 };
 void hz_large_stats(struct hz_large_stats *out);
 /* The same, by name, for the report (an obs.h source). */

@@ -57,7 +57,37 @@ static struct hz_huge **oldest_cached(struct hz_arena *a)
 	return hp;
 }
 
-/* Unmaps the cached block *hp, counted. */
+/* Unmaps a's least recently retained block. */
+static void unmap_oldest_retained(struct hz_arena *a)
+{
+	struct hz_huge **hp = &a->retained;
+	while ((*hp)->next)
+		hp = &(*hp)->next;
+	struct hz_huge *h = *hp;
+	*hp = NULL;
+	a->retained_bytes -= h->mapped;
+	hz_huge_destroy(h);
+}
+
+/* h's pages given back, its mapping retained where it may be, else
+ * unmapped (HZ_RETAINED_MAX). */
+static void release(struct hz_arena *a, struct hz_huge *h)
+{
+	if (hz_huge_fitted || h->mapped > HZ_RETAINED_MAX || hz_os_dontneed(h->base, h->mapped)) {
+		hz_huge_destroy(h);
+		return;
+	}
+	h->dirty = 0; /* it reads as zero */
+	h->cleared = 0;
+	h->shared = 0; /* no page left to share with a forked process */
+	h->next = a->retained;
+	a->retained = h;
+	a->retained_bytes += h->mapped;
+	while (a->retained_bytes > HZ_RETAINED_MAX)
+		unmap_oldest_retained(a);
+}
+
+/* Releases the cached block *hp, counted. */
 static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 {
 	struct hz_huge *h = *hp;
@@ -68,8 +98,26 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 	a->evicted += bytes;
 	a->n.unused += h->dirty ? h->cleared : h->mapped;
 	a->cleared.wasted += h->dirty ? h->cleared : h->mapped;
-	hz_huge_destroy(h);
+	release(a, h);
 	return bytes;
+}
+
+struct hz_huge *hz_budget_take_retained(struct hz_arena *a, size_t usable, size_t mapped)
+{
+	struct hz_huge **best = NULL;
+	for (struct hz_huge **pp = &a->retained; *pp; pp = &(*pp)->next)
+		if ((*pp)->mapped >= usable && (*pp)->mapped <= mapped + mapped / 4 &&
+		    (!best || (*pp)->mapped < (*best)->mapped))
+			best = pp;
+	if (!best)
+		return NULL;
+	struct hz_huge *h = *best;
+	*best = h->next;
+	a->retained_bytes -= h->mapped;
+	a->n.retained_taken++;
+	h->next = NULL;
+	h->dirty = 1; /* the program writes it */
+	return h;
 }
 
 /* Cuts the cached block h to its first `mapped` bytes, counted as evict's. */
@@ -240,6 +288,8 @@ size_t hz_budget_trim(struct hz_arena *a)
 	a->low = 0;
 	while (a->cache)
 		bytes += evict(a, &a->cache);
+	while (a->retained)
+		unmap_oldest_retained(a);
 	a->missed = 0; /* what was trimmed is not refilled until blocks are wanted again */
 	hz_arena_publish(a, hz_arena_free_bytes(a));
 	return bytes;

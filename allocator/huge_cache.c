@@ -115,10 +115,17 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 		h->shared = 0;
 		return h->base;
 	}
-	hz_fresh_probe_if_due(0); /* the new mapping is what it decides */
+	/* Retained addresses (budget.c), their pages not in memory: a fresh
+	 * mapping's in all but the system calls. */
 	a = home;
-	if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
-		return NULL;
+	pthread_mutex_lock(&a->lock);
+	h = hz_budget_take_retained(a, usable, mapped);
+	pthread_mutex_unlock(&a->lock);
+	if (!h) {
+		hz_fresh_probe_if_due(0); /* the new mapping is what it decides */
+		if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
+			return NULL;
+	}
 	out->refill = 1;
 	out->fresh = usable;
 	pthread_mutex_lock(&a->lock);

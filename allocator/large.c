@@ -331,6 +331,8 @@ void hz_large_stats(struct hz_large_stats *out)
 		out->allocated_bytes += a->allocated;
 		out->calloc_bytes_known_zero += a->n.known_zero;
 		out->huge_cached_bytes += a->cached;
+		out->retained_bytes += a->retained_bytes;
+		out->retained_taken += a->n.retained_taken;
 		out->dirty_free_bytes += hz_arena_free_bytes(a);
 		out->purged_bytes += a->n.purged;
 		out->purges += a->n.purges;
@@ -377,6 +379,8 @@ void hz_large_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "large.huge_cached_bytes", s.huge_cached_bytes, 1);
 	fn(arg, "large.kept_bytes", s.kept_bytes, 1);
 	fn(arg, "malloc.large.kept_taken", s.kept_taken, 0);
+	fn(arg, "large.retained_bytes", s.retained_bytes, 1);
+	fn(arg, "malloc.large.retained_taken", s.retained_taken, 0);
 	fn(arg, "large.chunks", s.chunks, 1);
 	fn(arg, "purge.batches", s.purges, 0);
 	fn(arg, "purge.ranges", s.purge_ranges, 0);

@@ -2,7 +2,8 @@
  * (arena.c), linked with the budget and the rooms below it only: what
  * goes back to the kernel first (least recently freed, a chunk's whole
  * huge pages or a cached huge block), how much stays, the decay, a claimed
- * block never unmapped, a handout that waits for the zeroer's clear, and
+ * block never unmapped, released huge blocks retained, a handout that
+ * waits for the zeroer's clear, and
  * malloc_trim's wait for the claim to end. */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -78,7 +79,7 @@ Test(budget, least_recently_freed_first)
 	/* Over it, a quarter of it below: 8 MiB less 2. */
 	hz_budget_dirty_max = 8 * MiB;
 	hz_budget_bound(a);
-	cr_assert(!in_cache(a, h1), "the oldest, a huge block, unmapped first");
+	cr_assert(!in_cache(a, h1), "the oldest, a huge block, released first");
 	cr_assert(in_cache(a, h2));
 	cr_assert_eq(c->dirty_free, HZ_HUGE_PAGES, "the chunk's pages kept: 6 MiB is 8 less a quarter");
 	hz_budget_dirty_max = 4 * MiB; /* 3 MiB kept at most */
@@ -274,4 +275,100 @@ Test(budget, the_rest_from_the_other_arenas)
 	cr_assert_eq(hz_arena_free_bytes(a), 10 * MiB, "a's oldest 2 MiB went");
 	pthread_mutex_unlock(&a->lock);
 	cr_assert_eq(hz_arenas_held(), 12 * MiB, "within the budget");
+}
+
+static int in_retained(struct hz_arena *a, struct hz_huge *h)
+{
+	for (struct hz_huge *q = a->retained; q; q = q->next)
+		if (q == h)
+			return 1;
+	return 0;
+}
+
+static size_t resident_pages(const void *p, size_t bytes)
+{
+	size_t k = 0;
+	cr_assert_eq(hz_os_count_resident(p, bytes / hz_page_size, &k), 0);
+	return k;
+}
+
+/* A released huge block keeps its mapping, its pages gone, and the next
+ * huge block that fits takes its addresses; one much larger is not taken
+ * (its tail would have to be unmapped); malloc_trim unmaps them. */
+Test(budget, released_huge_blocks_keep_their_mappings)
+{
+	struct hz_arena *a = &hz_arenas[1];
+	hz_budget_dirty_max = (size_t)1 << 40;
+	hz_budget_decay_ns = 0; /* released at the next pass */
+	struct hz_huge *h = cached(a, 4 * MiB), *big = cached(a, 8 * MiB);
+	cr_assert_eq(resident_pages(h->base, 4 * MiB), 4 * MiB / hz_page_size);
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a);
+	cr_assert(!in_cache(a, h) && !in_cache(a, big), "released");
+	cr_assert(in_retained(a, h) && in_retained(a, big), "retained");
+	cr_assert_eq(a->retained_bytes, 12 * MiB);
+	cr_assert_eq(a->n.purged, 12 * MiB, "counted as released");
+	cr_assert_eq(hz_arena_free_bytes(a), 0, "nothing of it in memory");
+	pthread_mutex_unlock(&a->lock);
+	cr_assert(hz_os_mapped(h->base) && hz_os_mapped(h->base + 4 * MiB - 1), "still mapped");
+	cr_assert_eq(resident_pages(h->base, 4 * MiB), 0, "its pages given back");
+	cr_assert_eq(h->base[12345] | h->base[4 * MiB - 1], 0, "it reads as zero");
+	cr_assert_eq(h->dirty, 0);
+
+	pthread_mutex_lock(&a->lock);
+	cr_assert_null(hz_budget_take_retained(a, 5 * MiB, 6 * MiB), "none fits 5 MiB but 8, a third more than 6");
+	cr_assert_eq(hz_budget_take_retained(a, 3 * MiB, 4 * MiB), h, "the best fit");
+	cr_assert_eq(a->retained_bytes, 8 * MiB);
+	cr_assert_eq(a->n.retained_taken, 1);
+	cr_assert_eq(h->dirty, 1, "handed out to be written");
+	cr_assert_eq(hz_budget_take_retained(a, 7 * MiB, 8 * MiB), big);
+	h->next = a->retained; /* back, for the trim */
+	a->retained = h;
+	a->retained_bytes += h->mapped;
+	big->next = a->retained;
+	a->retained = big;
+	a->retained_bytes += big->mapped;
+	unsigned char *hb = h->base, *bb = big->base;
+	hz_budget_trim(a);
+	cr_assert_null(a->retained);
+	cr_assert_eq(a->retained_bytes, 0);
+	pthread_mutex_unlock(&a->lock);
+	cr_assert(!hz_os_mapped(hb) && !hz_os_mapped(bb), "malloc_trim unmaps them");
+}
+
+/* Past HZ_RETAINED_MAX, the least recently released go; where mappings
+ * are charged in full, none is kept. */
+Test(budget, retained_bounded_and_none_where_charged)
+{
+	struct hz_arena *a = &hz_arenas[2];
+	hz_budget_dirty_max = (size_t)1 << 40;
+	hz_budget_decay_ns = 0;
+	size_t part = HZ_RETAINED_MAX / 2;
+	struct hz_huge *b[3];
+	unsigned char *base[3];
+	for (int i = 0; i < 3; i++) { /* never written: only mapped */
+		b[i] = hz_huge_map(part, part, (unsigned)(a - hz_arenas));
+		cr_assert_not_null(b[i]);
+		base[i] = b[i]->base;
+		pthread_mutex_lock(&a->lock);
+		b[i]->freed = ++a->frees;
+		b[i]->next = a->cache;
+		a->cache = b[i];
+		a->cached += part;
+		hz_budget_bound(a);
+		pthread_mutex_unlock(&a->lock);
+	}
+	cr_assert_eq(a->retained_bytes, HZ_RETAINED_MAX);
+	cr_assert(!in_retained(a, b[0]) && !hz_os_mapped(base[0]), "the first released unmapped");
+	cr_assert(in_retained(a, b[1]) && in_retained(a, b[2]));
+
+	hz_huge_fitted = 1;
+	struct hz_huge *f = cached(a, 2 * MiB);
+	unsigned char *fb = f->base;
+	pthread_mutex_lock(&a->lock);
+	hz_budget_bound(a);
+	cr_assert(!in_cache(a, f) && !in_retained(a, f));
+	pthread_mutex_unlock(&a->lock);
+	cr_assert(!hz_os_mapped(fb), "unmapped where every mapping is charged");
+	hz_huge_fitted = 0;
 }
