@@ -1147,4 +1147,5 @@ void hz_small_cache_counters(hz_counter_fn fn, void *arg)
 	fn(arg, "malloc.small.cache_filled", __atomic_load_n(&filled, __ATOMIC_RELAXED), 0);
 	fn(arg, "malloc.small.cache_flushed", __atomic_load_n(&flushed, __ATOMIC_RELAXED), 0);
 	fn(arg, "malloc.small.thread_tcaches", __atomic_load_n(&tcaches, __ATOMIC_RELAXED), 0);
+	fn(arg, "malloc.small.transfer_bytes", __atomic_load_n(&transfer_bytes, __ATOMIC_RELAXED), 1);
 }

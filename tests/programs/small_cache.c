@@ -554,10 +554,18 @@ static void trim(void)
 		check_put(p[i]);
 	uint64_t flushed = stat("malloc.small.cache_flushed");
 	uint64_t held = stat("malloc.small.allocated_bytes");
+	/* What this thread's stack could not hold went to the transfer
+	 * cache, 4 MiB at most, blocks of 512 B. */
+	uint64_t transfer = stat("malloc.small.transfer_bytes");
+	if (stat_fn && (!transfer || transfer > (4u << 20) || transfer % 512))
+		FAIL("the transfer caches hold %llu bytes", (unsigned long long)transfer);
 	malloc_trim(0);
 	uint64_t now = stat("malloc.small.allocated_bytes");
 	if (stat_fn && stat("malloc.small.cache_flushed") == flushed)
 		FAIL("malloc_trim gave back no block");
+	if (stat_fn && stat("malloc.small.transfer_bytes"))
+		FAIL("the transfer caches hold %llu bytes after malloc_trim",
+		     (unsigned long long)stat("malloc.small.transfer_bytes"));
 	/* The transfer cache alone holds up to 2 MiB of them. */
 	if (stat_fn && now + (256u << 10) > held)
 		FAIL("malloc_trim: %llu bytes allocated before, %llu after", (unsigned long long)held,
