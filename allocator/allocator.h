@@ -638,7 +638,7 @@ int hz_claim_collide(const struct hz_arena *a, const struct hz_chunk *c, size_t 
 		     const struct hz_huge *h);
 /* Whether a piece of a is claimed; marked taken when one is (trim). */
 int hz_claim_busy(const struct hz_arena *a);
-/* Whether the cached block h of a is claimed: not to be unmapped. */
+/* Whether the cached block h of a is claimed: not to be released. */
 int hz_claim_holds(const struct hz_arena *a, const struct hz_huge *h);
 
 /* Whether a clear claimed in a has made no step for HZ_CLAIM_STALL_NS:
@@ -807,7 +807,7 @@ void hz_arena_quiesce(struct hz_arena *a);
 /* ---- budget.c ---- the dirty budget, what free memory the arenas keep
  * (one budget for the process) and for how long, and what goes back to
  * the kernel first: least recently freed first, a cached huge block
- * unmapped or chunks' whole free 2 MiB blocks released in one batch
+ * released (retained) or chunks' whole free 2 MiB blocks released in one batch
  * (chunk.c), never splitting a huge page; partial ones stay until
  * malloc_trim. Also the reserve's
  * size, which the zeroer fills (zeroer.c). In a memory cgroup both are
@@ -865,10 +865,17 @@ void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_
  * (DAMON's kdamond, kcompactd): one such thread preempted there by the
  * program's real-time threads made a free wait 600 ms. MADV_DONTNEED
  * takes no such lock. Not where mappings are charged in full
- * (hz_huge_fitted), nor where the pages cannot go (mlocked): unmapped
- * there. At most HZ_RETAINED_MAX bytes an arena: the least recently
- * released are unmapped past it. */
+ * (hz_huge_fitted), nor where the pages cannot go (mlocked), nor in
+ * hardened mode (hz_budget_retain: a write after free must fault), nor
+ * a block whose protection the program changed: unmapped there, as by
+ * malloc_trim, and when a new mapping fails. At most HZ_RETAINED_MAX
+ * bytes an arena (4 GiB of addresses in all): the least recently
+ * released are unmapped past it. A release that cuts a block's tail
+ * unmaps the tail. */
 #define HZ_RETAINED_MAX ((size_t)1 << 30)
+extern int hz_budget_retain;
+/* Unmaps every block a retains (lock held). */
+void hz_budget_unmap_retained(struct hz_arena *a);
 /* The retained block of a that fits `usable` bytes best, of at most a
  * quarter more than `mapped`, taken (lock held); NULL when none does. */
 struct hz_huge *hz_budget_take_retained(struct hz_arena *a, size_t usable, size_t mapped);

@@ -5,6 +5,7 @@
 size_t hz_budget_dirty_max;
 uint64_t hz_budget_decay_ns;
 size_t hz_budget_reserve_max;
+int hz_budget_retain = 1;
 int hz_budget_ticked;
 /* As configured, before a cgroup's limit bounds them. */
 static size_t dirty_max_cfg, reserve_cfg;
@@ -69,11 +70,14 @@ static void unmap_oldest_retained(struct hz_arena *a)
 	hz_huge_destroy(h);
 }
 
-/* h's pages given back, its mapping retained where it may be, else
- * unmapped (HZ_RETAINED_MAX). */
-static void release(struct hz_arena *a, struct hz_huge *h)
+/* h's pages given back, its mapping retained where it may be (retain
+ * set), else unmapped (allocator.h, HZ_RETAINED_MAX). Not one whose
+ * protection the program changed: MADV_DONTNEED keeps a mapping's
+ * protection and advice, which munmap ends. */
+static void release(struct hz_arena *a, struct hz_huge *h, int retain)
 {
-	if (hz_huge_fitted || h->mapped > HZ_RETAINED_MAX || hz_os_dontneed(h->base, h->mapped)) {
+	if (!retain || !hz_budget_retain || hz_huge_fitted || h->mapped > HZ_RETAINED_MAX ||
+	    __atomic_load_n(&h->program_protected, __ATOMIC_RELAXED) || hz_os_dontneed(h->base, h->mapped)) {
 		hz_huge_destroy(h);
 		return;
 	}
@@ -87,8 +91,9 @@ static void release(struct hz_arena *a, struct hz_huge *h)
 		unmap_oldest_retained(a);
 }
 
-/* Releases the cached block *hp, counted. */
-static size_t evict(struct hz_arena *a, struct hz_huge **hp)
+/* Releases the cached block *hp, counted; retained where retain is set
+ * and it may be. */
+static size_t evict(struct hz_arena *a, struct hz_huge **hp, int retain)
 {
 	struct hz_huge *h = *hp;
 	size_t bytes = h->mapped;
@@ -98,8 +103,14 @@ static size_t evict(struct hz_arena *a, struct hz_huge **hp)
 	a->evicted += bytes;
 	a->n.unused += h->dirty ? h->cleared : h->mapped;
 	a->cleared.wasted += h->dirty ? h->cleared : h->mapped;
-	release(a, h);
+	release(a, h, retain);
 	return bytes;
+}
+
+void hz_budget_unmap_retained(struct hz_arena *a)
+{
+	while (a->retained)
+		unmap_oldest_retained(a);
 }
 
 struct hz_huge *hz_budget_take_retained(struct hz_arena *a, size_t usable, size_t mapped)
@@ -134,7 +145,7 @@ static void shorten(struct hz_arena *a, struct hz_huge *h, size_t mapped)
 }
 
 /* Releases a's free memory, least recently freed first, whether a cached
- * huge block (unmapped) or a chunk's whole free 2 MiB blocks, until it
+ * huge block (released, retained) or a chunk's whole free 2 MiB blocks, until it
  * holds at most `keep` bytes or nothing more can go. The chunks' blocks
  * go in one batch, however many chunks they are in. */
 static void release_oldest(struct hz_arena *a, size_t keep)
@@ -161,7 +172,7 @@ static void release_oldest(struct hz_arena *a, size_t keep)
 			if ((*hp)->mapped > over && (*hp)->mapped % HZ_HUGE_SIZE == 0)
 				shorten(a, *hp, (*hp)->mapped - over); /* its head kept */
 			else
-				evict(a, hp);
+				evict(a, hp, 1);
 			held -= was - a->cached < held ? was - a->cached : held;
 		} else {
 			break;
@@ -179,7 +190,7 @@ void hz_budget_freed(struct hz_arena *a, size_t bytes, struct hz_chunk *c, size_
 		for (struct hz_huge **hp = &a->cache; *hp; hp = &(*hp)->next)
 			if (*hp == h) {
 				size_t mapped = h->mapped;
-				evict(a, hp);
+				evict(a, hp, 1);
 				/* Not a release the next block refaults: that one is larger. */
 				a->evicted -= mapped < a->evicted ? mapped : a->evicted;
 				break;
@@ -287,9 +298,8 @@ size_t hz_budget_trim(struct hz_arena *a)
 	size_t bytes = hz_arena_count_purge(a, &g.total, hz_purge_flush(&g));
 	a->low = 0;
 	while (a->cache)
-		bytes += evict(a, &a->cache);
-	while (a->retained)
-		unmap_oldest_retained(a);
+		bytes += evict(a, &a->cache, 0);
+	hz_budget_unmap_retained(a);
 	a->missed = 0; /* what was trimmed is not refilled until blocks are wanted again */
 	hz_arena_publish(a, hz_arena_free_bytes(a));
 	return bytes;

@@ -116,21 +116,38 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 		return h->base;
 	}
 	/* Retained addresses (budget.c), their pages not in memory: a fresh
-	 * mapping's in all but the system calls. */
+	 * mapping's in all but the system calls and the first huge page's
+	 * sample, advised anew where the decision changed since. */
 	a = home;
 	pthread_mutex_lock(&a->lock);
 	h = hz_budget_take_retained(a, usable, mapped);
 	pthread_mutex_unlock(&a->lock);
-	if (!h) {
+	int sampled = 0;
+	if (h) {
+		int now = hz_fresh_advice_now(h->advice);
+		if (now != h->advice)
+			hz_fresh_readvise(h->base, h->mapped, now);
+		h->advice = now;
+	} else {
 		hz_fresh_probe_if_due(0); /* the new mapping is what it decides */
-		if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
-			return NULL;
+		if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas)))) {
+			/* Every arena's retained addresses given back, once:
+			 * an address-space limit lowered since the start. */
+			for (unsigned i = 0; i < HZ_ARENAS; i++) {
+				pthread_mutex_lock(&hz_arenas[i].lock);
+				hz_budget_unmap_retained(&hz_arenas[i]);
+				pthread_mutex_unlock(&hz_arenas[i].lock);
+			}
+			if (!(h = hz_huge_map(mapped, usable, (unsigned)(a - hz_arenas))))
+				return NULL;
+		}
+		sampled = 1;
 	}
 	out->refill = 1;
 	out->fresh = usable;
 	pthread_mutex_lock(&a->lock);
 	hand_out(a, h, usable, zero, usable, 1);
-	/* Huge blocks unmapped lately stand for this one: asked for again. */
+	/* Huge blocks released lately stand for this one: asked for again. */
 	size_t again = a->evicted < usable ? a->evicted : usable;
 	a->evicted -= again;
 	a->n.refaulted += again;
@@ -138,7 +155,7 @@ void *hz_huge_cache_alloc(size_t size, int zero, struct hz_handout *out)
 	pthread_mutex_unlock(&a->lock);
 	/* Watched for how much of it the program touches: past its first
 	 * huge page where that was touched and timed as a sample (fresh.c). */
-	size_t skip = h->advice == HZ_ADVISED_HUGE && hz_fresh_sampling() ? HZ_HUGE_SIZE : 0;
+	size_t skip = sampled && h->advice == HZ_ADVISED_HUGE && hz_fresh_sampling() ? HZ_HUGE_SIZE : 0;
 	if (usable > skip + HZ_HUGE_SIZE)
 		hz_fresh_watch(h->base, h->base + skip, usable - skip, h->advice, out->populate);
 	return h->base;

@@ -29,6 +29,7 @@ void hz_large_setup(const struct hz_large_cfg *cfg)
 	hz_zeroer_enabled = cfg->background;
 	hz_budget_ticked = cfg->background;
 	hz_hardened_setup(cfg->hardened);
+	hz_budget_retain = !cfg->hardened; /* a write after free faults there */
 	limit_fitted = hz_budget_fit();
 }
 

@@ -2,9 +2,9 @@
  * HZ_VW (vector width in bytes, 16, 32 or 64) and HZ_FRONT (the function's
  * name), optionally HZ_MASKED_FILL(p, byte, n) for sizes below one vector
  * where the ISA has byte-masked stores (used while the vector stays in
- * its 4 KiB page), HZ_FRONT_GUARD (a condition
- * without which every call goes to HZ_FRONT_LARGE, default
- * hz_fill_uncounted, before an instruction of the ISA runs) and
+ * its 4 KiB page), HZ_FRONT_GUARD (a condition without which every call
+ * goes to HZ_FRONT_ELSE, before an instruction of the ISA runs; default
+ * HZ_FRONT_LARGE), HZ_FRONT_LARGE (default hz_fill_uncounted) and
  * HZ_FRONT_VISIBILITY, sets the target ISA, and includes this file. Sizes up
  * to HZ_FRONT_MAX are filled with overlapping unaligned stores from both
  * ends, so each size class is a fixed number of stores behind one size

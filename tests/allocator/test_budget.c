@@ -156,7 +156,7 @@ Test(budget, decay_releases_all_and_claimed_blocks_stay)
 	hz_claim_set(a, NULL, 0, 0, k, 0, HZ_HUGE_SIZE, 0);
 	hz_budget_bound(a);
 	cr_assert(!in_cache(a, h), "decayed");
-	cr_assert(in_cache(a, k), "the zeroer's block is never unmapped under it");
+	cr_assert(in_cache(a, k), "the zeroer's block is never released under it");
 	cr_assert_eq(hz_arena_free_bytes(a), 2 * MiB);
 	cr_assert_eq(a->missed, 0, "the reserve empties with the decay");
 	hz_claim_end(HZ_HUGE_SIZE);

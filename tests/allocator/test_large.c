@@ -651,3 +651,52 @@ Test(large, hardened_clear_leaves_steps_not_in_memory)
 	cr_assert(all_bytes(p, (size_t)(e - p), 0, &bad), "byte %zu", bad);
 	cr_assert_eq(hz_os_unmap(m, span), 0);
 }
+
+/* A huge block released (a decay of 0) keeps its mapping: the next
+ * calloc and malloc that fit take its addresses, all zero, with no
+ * mapping made; one much smaller maps fresh; malloc_trim unmaps it; in
+ * hardened mode none is kept. */
+static void retained_round(int retain)
+{
+	size_t n = (size_t)96 << 20, bad;
+	hz_budget_dirty_max = (size_t)1 << 30;
+	hz_budget_decay_ns = 0;
+	hz_budget_retain = retain;
+	struct hz_large_stats s0, s;
+	hz_large_stats(&s0);
+	unsigned char *p = hz_large_alloc(n, 0);
+	cr_assert_not_null(p);
+	memset(p, 0xAA, n);
+	cr_assert_eq(l_free(p), 0);
+	hz_large_stats(&s);
+	cr_assert_eq(s.huge_cached_bytes, 0, "released at once");
+	if (!retain) {
+		cr_assert_eq(s.retained_bytes, 0);
+		cr_assert_not(hz_os_mapped(p), "unmapped");
+		return;
+	}
+	cr_assert_eq(s.retained_bytes, n, "retained, mapped whole huge pages");
+	cr_assert(hz_os_mapped(p) && !hz_os_resident(p), "mapped, its pages gone");
+	unsigned char *q = hz_large_alloc(n - 12345, 1);
+	cr_assert_eq(q, p, "the retained addresses taken");
+	cr_assert(all_bytes(q, n - 12345, 0, &bad), "calloc at retained addresses: byte %zu not zero", bad);
+	hz_large_stats(&s);
+	cr_assert_eq(s.retained_taken, s0.retained_taken + 1);
+	cr_assert_eq(s.retained_bytes, 0);
+	memset(q, 0x55, n - 12345);
+	cr_assert_eq(l_free(q), 0);
+	unsigned char *r = hz_large_alloc((size_t)40 << 20, 0); /* not a quarter of it: not taken */
+	cr_assert_neq(r, p, "a much smaller block maps fresh");
+	cr_assert(all_bytes(p + 4096, 4096, 0, &bad), "still retained, zero");
+	cr_assert_eq(l_free(r), 0);
+	hz_large_trim();
+	hz_large_stats(&s);
+	cr_assert_eq(s.retained_bytes, 0);
+	cr_assert_not(hz_os_mapped(p), "malloc_trim unmaps it");
+}
+
+Test(large, released_huge_blocks_retained, .timeout = 60)
+{
+	retained_round(1);
+	retained_round(0);
+}

@@ -555,9 +555,9 @@ static void trim(void)
 	uint64_t flushed = stat("malloc.small.cache_flushed");
 	uint64_t held = stat("malloc.small.allocated_bytes");
 	/* What this thread's stack could not hold went to the transfer
-	 * cache, 4 MiB at most, blocks of 512 B. */
+	 * cache, 2 MiB at most for one class, blocks of 512 B. */
 	uint64_t transfer = stat("malloc.small.transfer_bytes");
-	if (stat_fn && (!transfer || transfer > (4u << 20) || transfer % 512))
+	if (stat_fn && (!transfer || transfer > (2u << 20) || transfer % 512))
 		FAIL("the transfer caches hold %llu bytes", (unsigned long long)transfer);
 	malloc_trim(0);
 	uint64_t now = stat("malloc.small.allocated_bytes");
