@@ -39,6 +39,20 @@ static void *l_realloc(void *p, size_t size)
 
 /* Blocks aligned up to a huge page come from the arenas, on their
  * alignment, chunk blocks and huge blocks alike, and free as any other. */
+/* A block of n bytes allocated, written with byte and freed; the
+ * arenas' figures before and after. */
+static unsigned char *written_and_freed(size_t n, int byte, struct hz_large_stats *before,
+					 struct hz_large_stats *after)
+{
+	hz_large_stats(before);
+	unsigned char *p = hz_large_alloc(n, 0);
+	cr_assert_not_null(p);
+	memset(p, byte, n);
+	cr_assert_eq(l_free(p), 0);
+	hz_large_stats(after);
+	return p;
+}
+
 Test(large, aligned_blocks)
 {
 	size_t sizes[] = {HZ_PAGE, 100000, (size_t)3 << 20, HZ_RUN_MAX + 1};
@@ -367,12 +381,7 @@ Test(large, kept_blocks_taken_again_whole)
 	hz_budget_dirty_max = (size_t)1 << 30; /* not the environment's: no release meanwhile */
 	hz_budget_decay_ns = (uint64_t)60 * 1000000000u;
 	struct hz_large_stats s0, s;
-	hz_large_stats(&s0);
-	unsigned char *p = hz_large_alloc(n, 0);
-	cr_assert_not_null(p);
-	memset(p, 0x5A, n);
-	cr_assert_eq(l_free(p), 0);
-	hz_large_stats(&s);
+	unsigned char *p = written_and_freed(n, 0x5A, &s0, &s);
 	cr_assert_eq(s.kept_bytes, n);
 	cr_assert_geq(s.dirty_free_bytes, n, "kept bytes are free memory in memory");
 	cr_assert_eq(s.allocated_bytes, s0.allocated_bytes);
@@ -663,12 +672,7 @@ static void retained_round(int retain)
 	hz_budget_decay_ns = 0;
 	hz_budget_retain = retain;
 	struct hz_large_stats s0, s;
-	hz_large_stats(&s0);
-	unsigned char *p = hz_large_alloc(n, 0);
-	cr_assert_not_null(p);
-	memset(p, 0xAA, n);
-	cr_assert_eq(l_free(p), 0);
-	hz_large_stats(&s);
+	unsigned char *p = written_and_freed(n, 0xAA, &s0, &s);
 	cr_assert_eq(s.huge_cached_bytes, 0, "released at once");
 	if (!retain) {
 		cr_assert_eq(s.retained_bytes, 0);
