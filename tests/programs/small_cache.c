@@ -53,6 +53,11 @@
  *   small_cache tcaches_lone   each thread makes one at its first call
  *                              (run where the cache is refused, the
  *                              program's MALLOC_CONF unset)
+ *   small_cache warm           a thread's blocks are jemalloc's until
+ *                              it has asked for 256 KiB (300 calls of
+ *                              64 B are not), or, once the process has
+ *                              the cache's arena, until its 256th call
+ *                              (a thread of 100 calls not, of 300 yes)
  *   small_cache ctl_refused    mallctl answers EAGAIN, on the main
  *                              thread and another (run where jemalloc
  *                              cannot start)
@@ -818,6 +823,52 @@ static void tcaches(int mode)
 		FAIL("mallctl or pthread_create");
 }
 
+/* n calls of malloc(size), each block kept: whether the last lies in
+ * the cache's region. All freed. */
+static int last_cached(int n, size_t size)
+{
+	void *held[512];
+	if (n > 512)
+		FAIL("last_cached: %d calls", n);
+	for (int i = 0; i < n; i++)
+		held[i] = get(size);
+	int in = cached(held[n - 1]);
+	for (int i = 0; i < n; i++)
+		free(held[i]);
+	return in;
+}
+
+static void *calls_100(void *arg)
+{
+	*(int *)arg = last_cached(100, 64);
+	return NULL;
+}
+
+static void *calls_300(void *arg)
+{
+	*(int *)arg = last_cached(300, 64);
+	return NULL;
+}
+
+/* small_cache.c's WARM: the process's first thread asks for 19 KiB in
+ * 300 calls, then for 256 KiB in 64 calls of 4 KiB; later threads. */
+static void warm_rule(void)
+{
+	if (!stat_fn) /* glibc: the calls only */
+		return (void)last_cached(300, 64), (void)last_cached(64, 4096);
+	int few = 1, more = 0;
+	if (last_cached(300, 64))
+		FAIL("300 calls of 64 B: the thread's cache started");
+	if (!last_cached(64, 4096))
+		FAIL("256 KiB asked for: the thread's cache did not start");
+	run_one(calls_100, &few);
+	run_one(calls_300, &more);
+	if (few)
+		FAIL("a thread of 100 calls started its cache");
+	if (!more)
+		FAIL("a thread of 300 calls, the arena made, did not start its cache");
+}
+
 /* jemalloc's interface where jemalloc could not start: EAGAIN from the
  * main thread and from another, not a wait without end. */
 static void *ask_narenas(void *arg)
@@ -875,6 +926,8 @@ int main(int argc, char **argv)
 		tcaches(EAGER);
 	} else if (!strcmp(m, "tcaches_lone")) {
 		tcaches(LONE);
+	} else if (!strcmp(m, "warm")) {
+		warm_rule();
 	} else if (!strcmp(m, "ctl_refused")) {
 		ctl_refused();
 	} else {

@@ -38,7 +38,7 @@ where "not cached" MALLOC_CONF=junk:free
 where "not cached" MALLOC_CONF=tcache:false
 where cached MALLOC_CONF=junk:false,tcache:true
 
-for c in remote exits counts aligned trim fork blocked resize lastround tcaches; do
+for c in remote exits counts aligned trim fork blocked resize lastround tcaches warm; do
 	if [ $c = tcaches ] && [ $sysconf_set = 1 ]; then
 		ok "# skipped tcaches: /etc/malloc.conf is set"
 		continue
