@@ -8,8 +8,9 @@
  * lock, may not run again until the spinners stop.
  *
  * Spinner threads, one pinned to each CPU at SCHED_FIFO priority 10, spin
- * in bursts (each bounded: BURST_MS, at most BURSTS of them, and never
- * past HARD_S from the start); the main thread, at SCHED_FIFO priority
+ * in bursts (each bounded: BURST_MS, BURSTS of them, up to BURSTS_MAX
+ * while no helper has taken part, and never past HARD_S from the start);
+ * the main thread, at SCHED_FIFO priority
  * 20, mallocs 256 MiB blocks, fresh each time (HUGEZERO_DIRTY_DECAY_MS=0
  * gives a freed block back at once) and populated over the helpers
  * (HUGEZERO_POPULATE=1), and frees them, over and over while the spinners
@@ -29,9 +30,12 @@
 
 #define SIZE ((size_t)256 << 20)
 #define BURSTS 5
+/* A helper at SCHED_IDLE runs only on an idle core: on a machine busy
+ * with other work, it may take part in none of a few bursts' mallocs. */
+#define BURSTS_MAX 10
 #define BURST_MS 600
 #define GAP_MS 100
-#define HARD_S 4
+#define HARD_S 8
 #define BOUND_MS 300
 #define CPUS_MAX 64
 
@@ -155,7 +159,8 @@ int main(void)
 
 	one("before any burst");
 	int bursts = 0, helped = 0;
-	while (bursts < BURSTS && now_ns() + (uint64_t)BURST_MS * 1000000u < hard_end) {
+	while ((bursts < BURSTS || (under_hz() && !helped && bursts < BURSTS_MAX)) &&
+	       now_ns() + (uint64_t)BURST_MS * 1000000u < hard_end) {
 		sleep_ns((uint64_t)GAP_MS * 1000000u); /* the last burst's leftovers run */
 		uint64_t w0 = helpers_work();
 		attempt_over = 0;
@@ -178,7 +183,7 @@ int main(void)
 		pthread_join(sp[i], NULL);
 	pthread_join(rt, NULL);
 	if (under_hz() && !helped)
-		fail("no helper took part in a malloc a burst started in (%d bursts): the case judged nothing (was a "
+		unjudged("no helper took part in a malloc a burst started in (%d bursts): the case judged nothing (was a "
 		     "core idle?)",
 		     bursts);
 	char part[64] = "";

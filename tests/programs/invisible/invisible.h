@@ -5,7 +5,9 @@
  * and a case that needs a helper to take part fails when none did.
  *
  * Exit status: 0 passed, 1 failed (a line on stderr says why), 77 the
- * environment does not allow the case (skipped, never a pass).
+ * environment does not allow the case (skipped, never a pass), 75 the
+ * case judged nothing: no helper took part (a busy machine gives them no
+ * idle core; the script runs it again, and fails it the third time).
  *
  * A case may run variants, each in a process of its own: the program
  * runs itself again (/proc/self/exe, so a fresh process under the same
@@ -51,6 +53,16 @@ __attribute__((noreturn, format(printf, 1, 2))) INV void fail(const char *fmt, .
 	inv_vmsg("FAIL", fmt, ap);
 	va_end(ap);
 	exit(1);
+}
+
+/* No helper took part, so the case judged nothing: why; exit 75. */
+__attribute__((noreturn, format(printf, 1, 2))) INV void unjudged(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	inv_vmsg("FAIL", fmt, ap);
+	va_end(ap);
+	exit(75);
 }
 
 /* The environment does not allow the case: why; exit 77. */

