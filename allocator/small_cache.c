@@ -84,7 +84,7 @@
  * their frees leave dirty there for jemalloc's decay (10 s) once the
  * thread has gone on to the cache's arena: each thread's first 16384
  * calls left 0.5 MiB in each automatic arena (threads_bench server's
- * peak resident set 1.31x jemalloc's alone, 1.10x at 256 calls). So a
+ * peak resident set 1.31x jemalloc's alone, 1.08x at 256 calls). So a
  * thread starts its stacks at its WARMth call or once its calls asked
  * for WARM_BYTES, about what the arena's start costs (a rent paid up to
  * the price of buying); after the process has the arena, at its
@@ -455,6 +455,15 @@ static inline void first_call(void)
 		tcache_on();
 }
 
+/* A thread's blocks are jemalloc's from now on (state 2): its own
+ * jemalloc thread cache made (lazy). */
+static void thread_refused(void)
+{
+	tc.state = 2;
+	if (lazy && !tc.tcache_on)
+		tcache_on();
+}
+
 /* A thread's first slow path: its exit key set, so that its destructor
  * runs in glibc's first round of them, before any other library's
  * destructor can make the thread's cache start (one that starts in the
@@ -467,8 +476,8 @@ static void thread_new(void)
 	tc.state = 2;
 	if (!pthread_setspecific(exit_key, &tc))
 		tc.state = 0, tc.keyed = 1;
-	else if (lazy) /* its blocks are jemalloc's from now on */
-		tcache_on();
+	else
+		thread_refused();
 }
 
 /* Stacks for this thread; else (no arena, no memory) its blocks are
@@ -478,12 +487,15 @@ static void thread_start(void)
 	tc.state = 2;
 	int arena = arena_start();
 	size_t sz = sizeof tc.tcache;
-	if (arena < 0 || hz_je_mallctl("tcache.create", &tc.tcache, &sz, NULL, 0))
+	if (arena < 0 || hz_je_mallctl("tcache.create", &tc.tcache, &sz, NULL, 0)) {
+		thread_refused();
 		return;
+	}
 	tc.flags = arena | JE_TCACHE(tc.tcache);
 	struct hz_cache_calls *calls = hz_je_calloc(1, sizeof *calls + stack_slots * sizeof(void *));
 	if (!calls) {
 		hz_je_mallctl("tcache.destroy", NULL, NULL, &tc.tcache, sizeof tc.tcache);
+		thread_refused();
 		return;
 	}
 	void **slot = tc.stacks = (void **)(calls + 1);
@@ -497,9 +509,10 @@ static void thread_start(void)
 	tc.state = 1;
 }
 
-/* A slow path's call while the thread is new, asking for size bytes:
- * its exit key at the first, its stacks when its calls have asked for
- * enough (WARM). */
+/* A slow path's call while the thread is new, asking for size bytes (0:
+ * a free): its exit key at the first, its stacks at its WARMth call,
+ * once its calls asked for WARM_BYTES, or at its WARM_STARTEDth once the
+ * process has the arena. */
 static void thread_warm(size_t size)
 {
 	if (tc.state == 0 && !tc.keyed)
@@ -530,7 +543,9 @@ static HZ_NOINLINE void je_first_slow(void)
 	}
 	if (tc.state == 0 && !tc.keyed)
 		thread_new();
-	if (tc.state == 0 && !tc.tcache_on)
+	/* Caching too: a thread that started its stacks before its
+	 * TCACHE_AFTERth call (WARM_BYTES) or by its frees has none yet. */
+	if (tc.state != 2 && !tc.tcache_on)
 		tcache_on();
 }
 

@@ -53,7 +53,7 @@ const struct hz_option_desc hz_options[HZ_OPT_COUNT] = {
 	[HZ_OPT_SMALL] = {"SMALL", HZ_OPT_NAME, NAME("auto"), NULL,
 			  "the small blocks' engine: auto (jemalloc, or next under an address-space limit: RLIMIT_AS or RLIMIT_DATA set at start), jemalloc (built in), or next: the next allocator in the link order, the program's own (glibc's, or a jemalloc it links) or one preloaded after this library (LD_PRELOAD=\"libhugezero.so.0 libmimalloc.so.2\"); read at the first allocation, the shared library only"},
 	[HZ_OPT_SMALL_CACHE] = {"SMALL_CACHE", HZ_OPT_BOOL, NUM(1), NULL,
-				"0 leaves blocks up to 1 MiB to jemalloc's own thread caches: no thread cache of hugezero's in front of it (per thread, a stack of free blocks per size class to 64 KiB, from a thread's 16384th call on, handed between threads a batch at a time; above, the last block freed of each class, up to 1 MiB in all)"},
+				"0 leaves blocks up to 1 MiB to jemalloc's own thread caches: no thread cache of hugezero's in front of it (per thread, a stack of free blocks per size class to 64 KiB, from a thread's 16384th call on, or once its calls asked for 256 KiB, or from its 256th once the process has started the cache, handed between threads a batch at a time; above, the last block freed of each class, up to 1 MiB in all)"},
 	[HZ_OPT_THP] = {"THP", HZ_OPT_BOOL, NUM(1), NULL,
 			"0 does not ask for transparent huge pages (MADV_HUGEPAGE) for the arenas' memory"},
 	[HZ_OPT_FRESH] = {"FRESH", HZ_OPT_NAME, NAME("auto"), NULL,

@@ -54,10 +54,13 @@
  *                              (run where the cache is refused, the
  *                              program's MALLOC_CONF unset)
  *   small_cache warm           a thread's blocks are jemalloc's until
- *                              it has asked for 256 KiB (300 calls of
- *                              64 B are not), or, once the process has
- *                              the cache's arena, until its 256th call
- *                              (a thread of 100 calls not, of 300 yes)
+ *                              it has asked for 256 KiB (166 KiB in 140
+ *                              calls are not, 286 KiB in 170 are), or,
+ *                              once the process has the cache's arena,
+ *                              until its 256th call (a thread of 100
+ *                              calls not, of 300 yes); a caching thread,
+ *                              and one of 300 frees, flush a jemalloc
+ *                              thread cache of their own
  *   small_cache ctl_refused    mallctl answers EAGAIN, on the main
  *                              thread and another (run where jemalloc
  *                              cannot start)
@@ -850,23 +853,57 @@ static void *calls_300(void *arg)
 	return NULL;
 }
 
-/* small_cache.c's WARM: the process's first thread asks for 19 KiB in
- * 300 calls, then for 256 KiB in 64 calls of 4 KiB; later threads. */
+/* jemalloc's thread cache of the calling thread flushed: 0, or its
+ * error (EFAULT where the thread has none). */
+static int tcache_flush(void)
+{
+	ctl_fn ctl = (ctl_fn)dlsym(RTLD_DEFAULT, "mallctl");
+	return ctl ? ctl("thread.tcache.flush", NULL, NULL, NULL, 0) : 0;
+}
+
+struct frees_only {
+	void *blocks[300];
+	int flushed; /* tcache_flush()'s answer after the frees */
+};
+
+static void *frees_only(void *arg)
+{
+	struct frees_only *f = arg;
+	for (int i = 0; i < 300; i++)
+		free(f->blocks[i]);
+	f->flushed = tcache_flush();
+	return NULL;
+}
+
+/* small_cache.c's WARM: the process's first thread asks for 6 KiB in
+ * 100 calls, then for 160 KiB more, then for 120 KiB more (170 calls in
+ * all); later threads, and one that only frees. Each thread that caches
+ * has a jemalloc thread cache of its own for what jemalloc serves. */
 static void warm_rule(void)
 {
+	int before = last_cached(100, 64), mid = last_cached(40, 4096), past = last_cached(30, 4096);
 	if (!stat_fn) /* glibc: the calls only */
-		return (void)last_cached(300, 64), (void)last_cached(64, 4096);
+		return;
+	if (before || mid)
+		FAIL("the thread's cache started before it asked for 256 KiB (%s)", before ? "6 KiB" : "166 KiB");
+	if (!past)
+		FAIL("286 KiB asked for: the thread's cache did not start");
+	int e = tcache_flush();
+	if (e)
+		FAIL("thread.tcache.flush: %d in a thread whose cache started at its 170th call", e);
 	int few = 1, more = 0;
-	if (last_cached(300, 64))
-		FAIL("300 calls of 64 B: the thread's cache started");
-	if (!last_cached(64, 4096))
-		FAIL("256 KiB asked for: the thread's cache did not start");
 	run_one(calls_100, &few);
 	run_one(calls_300, &more);
 	if (few)
 		FAIL("a thread of 100 calls started its cache");
 	if (!more)
 		FAIL("a thread of 300 calls, the arena made, did not start its cache");
+	static struct frees_only f;
+	for (int i = 0; i < 300; i++)
+		f.blocks[i] = get(64);
+	run_one(frees_only, &f);
+	if (f.flushed)
+		FAIL("thread.tcache.flush: %d in a thread of 300 frees", f.flushed);
 }
 
 /* jemalloc's interface where jemalloc could not start: EAGAIN from the

@@ -162,12 +162,13 @@ INV size_t pages_not(const unsigned char *p, int c, size_t n)
 
 struct variant {
 	const char *name;
-	int (*run)(void); /* 0 passed; fail() and skip() exit */
+	int (*run)(void); /* 0 passed; fail(), unjudged() and skip() exit */
 	unsigned seconds; /* its bound: killed by SIGALRM past it */
 };
 
 /* With no argument: every variant, each run as a process of its own, its
- * verdict on stdout; 1 when any failed, else 77 when any was skipped.
+ * verdict on stdout; 1 when any failed, else 75 when any judged
+ * nothing, else 77 when any was skipped.
  * With a variant's name: that variant, in this process. */
 INV int run_variants(int argc, char **argv, const struct variant *v, size_t nv)
 {
@@ -181,7 +182,7 @@ INV int run_variants(int argc, char **argv, const struct variant *v, size_t nv)
 		fprintf(stderr, "no variant %s\n", argv[1]);
 		return 2;
 	}
-	int failed = 0, skipped = 0;
+	int failed = 0, skipped = 0, unjudged_any = 0;
 	for (size_t i = 0; i < nv; i++) {
 		fflush(stdout);
 		fflush(stderr);
@@ -200,6 +201,9 @@ INV int run_variants(int argc, char **argv, const struct variant *v, size_t nv)
 		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 77) {
 			note("variant %s: skipped", v[i].name);
 			skipped = 1;
+		} else if (WIFEXITED(st) && WEXITSTATUS(st) == 75) {
+			note("variant %s: judged nothing", v[i].name);
+			unjudged_any = 1;
 		} else {
 			if (WIFSIGNALED(st))
 				fprintf(stderr, "FAIL %s: killed by signal %d (%s)%s\n", v[i].name, WTERMSIG(st),
@@ -210,7 +214,7 @@ INV int run_variants(int argc, char **argv, const struct variant *v, size_t nv)
 			failed = 1;
 		}
 	}
-	return failed ? 1 : skipped ? 77 : 0;
+	return failed ? 1 : unjudged_any ? 75 : skipped ? 77 : 0;
 }
 
 #endif

@@ -145,7 +145,7 @@ static int rounds(int trim)
 	if (interrupted < ROUNDS)
 		fail("only %d of %d memsets were interrupted in %d attempts", interrupted, ROUNDS, attempts);
 	if (under_hz() && !with_helper)
-		fail("no interrupted memset had a helper's part in %d rounds: the case judged nothing (was a core idle?)",
+		unjudged("no interrupted memset had a helper's part in %d rounds: the case judged nothing (was a core idle?)",
 		     interrupted);
 
 	/* A later large memset of a new block is still split. */
