@@ -45,35 +45,22 @@ INV void inv_vmsg(const char *what, const char *fmt, va_list ap)
 	fprintf(stderr, "%s\n", buf);
 }
 
-/* The case failed: why, on stderr; exit 1. */
-__attribute__((noreturn, format(printf, 1, 2))) INV void fail(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	inv_vmsg("FAIL", fmt, ap);
-	va_end(ap);
-	exit(1);
-}
-
+/* A verdict: its message on stderr, then the exit status. */
+#define INV_VERDICT(name, what, status)                                                    \
+	__attribute__((noreturn, format(printf, 1, 2))) INV void name(const char *fmt, ...) \
+	{                                                                                   \
+		va_list ap;                                                                 \
+		va_start(ap, fmt);                                                          \
+		inv_vmsg(what, fmt, ap);                                                    \
+		va_end(ap);                                                                 \
+		exit(status);                                                               \
+	}
+/* The case failed: why; exit 1. */
+INV_VERDICT(fail, "FAIL", 1)
 /* No helper took part, so the case judged nothing: why; exit 75. */
-__attribute__((noreturn, format(printf, 1, 2))) INV void unjudged(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	inv_vmsg("FAIL", fmt, ap);
-	va_end(ap);
-	exit(75);
-}
-
+INV_VERDICT(unjudged, "FAIL", 75)
 /* The environment does not allow the case: why; exit 77. */
-__attribute__((noreturn, format(printf, 1, 2))) INV void skip(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	inv_vmsg("skip", fmt, ap);
-	va_end(ap);
-	exit(77);
-}
+INV_VERDICT(skip, "skip", 77)
 
 /* What the case saw, on stdout. */
 __attribute__((format(printf, 1, 2))) INV void note(const char *fmt, ...)
