@@ -241,7 +241,10 @@ static int auto_follows_samples(void)
 	int hugetlb = 0, advice;
 	if (hz_fresh_map(HZ_CHUNK_SIZE, &hugetlb, &advice, &p) || advice != HZ_ADVISED_SMALL)
 		return 3;
-	/* Two cheap samples do not outvote three dear ones; three do. */
+	/* Two cheap samples do not outvote three dear ones; three do. The
+	 * probe's own sample may or may not have switched already: count
+	 * only the switch these samples cause. */
+	uint64_t switched = s.switches;
 	hz_fresh_sample(1);
 	hz_fresh_sample(1);
 	hz_fresh_stats(&s);
@@ -251,7 +254,7 @@ static int auto_follows_samples(void)
 	hz_fresh_stats(&s);
 	if (s.huge != s.thp)
 		return 5;
-	if (s.thp && (hz_fresh_advice_now(HZ_ADVISED_SMALL) != HZ_ADVISED_HUGE || s.switches < 2))
+	if (s.thp && (hz_fresh_advice_now(HZ_ADVISED_SMALL) != HZ_ADVISED_HUGE || s.switches != switched + 1))
 		return 6;
 	hz_fresh_readvise(p, HZ_CHUNK_SIZE, HZ_ADVISED_HUGE);
 	hz_fresh_stats(&s);
