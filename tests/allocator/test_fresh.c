@@ -245,6 +245,8 @@ static int auto_follows_samples(void)
 	 * probe's own sample may or may not have switched already: count
 	 * only the switch these samples cause. */
 	uint64_t switched = s.switches;
+	if (switched != 0 && switched != 2)
+		return 11; /* the probe's switch to huge pages, and the dear samples' back, or neither */
 	hz_fresh_sample(1);
 	hz_fresh_sample(1);
 	hz_fresh_stats(&s);
