@@ -235,7 +235,7 @@ def rows(text):
     return r
 fleet, report = rows(sys.argv[1]), rows(sys.argv[2])
 def near(k):  # a bound within 1% of 1: the verdict may differ
-    (ratio, half), _ = report[k]
+    (ratio, half, _, _), _ = report[k]
     return min(abs(ratio - half - 1), abs(ratio + half - 1)) < 0.01 * ratio
 bad = [k for k in report if k not in fleet or (fleet[k][1] != report[k][1] and not near(k)) or
        any(abs(a - b) > 0.01 * b + (0.001 if i < 2 else 0.05) for i, (a, b) in enumerate(zip(fleet[k][0], report[k][0])))]
