@@ -42,7 +42,6 @@
 
 #include "../obs/obs.h"
 #include "allocator.h"
-#include "prefetch.h"
 
 /* jemalloc's mallocx flags MALLOCX_ARENA(a) and MALLOCX_TCACHE(tc). */
 #define JE_ARENA(a) ((int)(((unsigned)(a) + 1) << 20))
@@ -736,21 +735,7 @@ static HZ_NOINLINE void *big_malloc(size_t size)
 	return fill(c, &p, 1) ? p : hz_je_malloc(size);
 }
 
-/* malloc; with ahead, the block under the top (the next one malloc
- * of the class hands out) asked for in the exclusive state, as a store
- * would: a stack hands back the block freed last, which free never
- * touched, and the program's first store to it missed the caches (larson
- * frees a random block, mallocs another and writes it: 65% of its time
- * was that store). An allocator that keeps its free lists in the blocks
- * pays the miss in free, where it writes the block. Asked for in free,
- * every block freed and never taken again (a structure torn down) cost a
- * line's transfer: churn_bench teardown ran 1.3-1.5x as long; in
- * malloc, only where another malloc follows. A read prefetch there made
- * a producer's write take the line twice (threads_bench batches 1.09x).
- * The slot under the stack's lowest is another class's or the counts',
- * never outside the stacks' block; its stale pointer is only prefetched,
- * which never faults. */
-static inline void *cache_malloc_body(size_t size, int ahead)
+static void *cache_malloc(size_t size)
 {
 	if (hz_likely(size <= HZ_CACHE_MAX)) {
 		unsigned c = size_class(size);
@@ -759,24 +744,11 @@ static inline void *cache_malloc_body(size_t size, int ahead)
 		if (hz_likely(t != b->low)) {
 			b->top = --t;
 			tc.calls->calls[c]++;
-			if (ahead)
-				__builtin_prefetch(t[-1], 1, 3);
 			return *t;
 		}
 		return refill(size, c);
 	}
 	return big_malloc(size);
-}
-
-static void *cache_malloc(size_t size)
-{
-	return cache_malloc_body(size, 0);
-}
-
-/* Installed as malloc where the CPU runs the write prefetch. */
-HZ_PREFETCHW_TARGET static void *cache_malloc_ahead(size_t size)
-{
-	return cache_malloc_body(size, 1);
 }
 
 static void cache_free(void *p)
@@ -1099,15 +1071,11 @@ int hz_small_cache_install(struct hz_small_engine *e, int lazy_tcache)
 	batch_start();
 	if (pthread_key_create(&exit_key, thread_exit))
 		return refuse(e);
-	/* calloc writes the whole block, mallocx is rare: malloc's way alone
-	 * prefetches. */
-	struct hz_small_engine cache = {
+	static const struct hz_small_engine cache = {
 		.malloc = cache_malloc,	  .calloc = cache_calloc,   .realloc = cache_realloc, .free = cache_free,
 		.mallocx = cache_mallocx, .rallocx = cache_rallocx, .xallocx = cache_xallocx, .dallocx = cache_dallocx,
 		.sdallocx = cache_sdallocx,
 	};
-	if (hz_cpu_prefetchw())
-		cache.malloc = cache_malloc_ahead;
 	installed = 1;
 	place(e, &cache);
 	return 0;

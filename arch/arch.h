@@ -86,10 +86,6 @@ void hz_cpu_detect(struct hz_cpu *cpu);
  * the virtual counter), read without a system call; 0 where there is
  * none, and then nothing is learnt (learn.c). */
 uint64_t hz_arch_ticks(void);
-/* 1 where the CPU runs the write prefetch of code built with
- * HZ_PREFETCHW_TARGET (arch/<cpu>/prefetch.h), else 0: that code must
- * then never run. Reads the CPU itself (works before hz_cpu_detect). */
-int hz_cpu_prefetchw(void);
 
 /* ---- per arch: arch/<cpu>/front.c: the small-size memset front ends ---- */
 

@@ -14,12 +14,6 @@ uint64_t hz_arch_ticks(void)
 	return t;
 }
 
-/* PRFM PSTL1KEEP, of the base ISA. */
-int hz_cpu_prefetchw(void)
-{
-	return 1;
-}
-
 void hz_cpu_detect(struct hz_cpu *cpu)
 {
 	strcpy(cpu->vendor, "arm64");

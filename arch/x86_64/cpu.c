@@ -52,11 +52,6 @@ uint64_t hz_arch_ticks(void)
 	return __builtin_ia32_rdtsc();
 }
 
-int hz_cpu_prefetchw(void)
-{
-	return (hz_x86_features() & HZ_X86_PRFCHW) != 0;
-}
-
 void hz_cpu_detect(struct hz_cpu *cpu)
 {
 	struct hz_cpuid v = hz_cpuid(0, 0);
@@ -74,7 +69,7 @@ void hz_cpu_detect(struct hz_cpu *cpu)
 		{HZ_X86_ERMS, "erms"},       {HZ_X86_FSRM, "fsrm"},
 		{HZ_X86_AVX2, "avx2"},       {HZ_X86_AVX512F, "avx512f"},
 		{HZ_X86_AVX512BW, "avx512bw"}, {HZ_X86_BMI2, "bmi2"},
-		{HZ_X86_CLZERO, "clzero"},   {HZ_X86_PRFCHW, "prfchw"},
+		{HZ_X86_CLZERO, "clzero"},
 	};
 	size_t at = 0;
 	cpu->features[0] = 0;

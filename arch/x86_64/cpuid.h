@@ -25,7 +25,6 @@ enum {
 	HZ_X86_CLZERO = 1u << 5,
 	HZ_X86_AMD = 1u << 6,
 	HZ_X86_BMI2 = 1u << 7,
-	HZ_X86_PRFCHW = 1u << 8, /* PREFETCHW: AMD's since the K6-2, Intel's since Broadwell */
 };
 
 /* The features detected at initialisation (arch/x86_64/kernels.c). */
@@ -66,10 +65,8 @@ static inline uint32_t hz_x86_features(void)
 		if (zmm && (l7.b & (1u << 16)) && (l7.b & (1u << 30)) && (l7.b & (1u << 31)))
 			f |= HZ_X86_AVX512BW;
 	}
-	uint32_t maxext = hz_cpuid(0x80000000u, 0).a;
-	if (maxext >= 0x80000001u && (hz_cpuid(0x80000001u, 0).c & (1u << 8)))
-		f |= HZ_X86_PRFCHW;
-	if (maxext >= 0x80000008u && (hz_cpuid(0x80000008u, 0).b & 1u))
+	if (hz_cpuid(0x80000000u, 0).a >= 0x80000008u &&
+	    (hz_cpuid(0x80000008u, 0).b & 1u))
 		f |= HZ_X86_CLZERO;
 	return f;
 }
